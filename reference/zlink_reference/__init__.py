@@ -1,0 +1,50 @@
+"""ZLink serial executors: the reference runtime.
+
+The public surface: the policy, the queue primitive and its handle, ``yield_framework_call``
+and the errors. Coordinators, disposal and the testing helpers live in subpackages.
+"""
+
+from ._core.errors import (
+    RejectReason,
+    ZLinkClosedError,
+    ZLinkError,
+    ZLinkNotOnTurnError,
+    ZLinkProtocolError,
+    ZLinkReentrancyError,
+    ZLinkRejectedError,
+    ZLinkUsageError,
+    ZLinkYieldNotSupportedError,
+)
+from ._core.policy import ZLinkExecutionLanePolicy
+from ._shell.clock import MonotonicClock, ZLinkClock
+from ._shell.queue import (
+    QueueRuntime,
+    QueueStatistics,
+    ZLinkSerialExecutionQueue,
+    ZLinkWorkHandle,
+    current_work,
+    yield_framework_call,
+)
+
+__all__ = [
+    "MonotonicClock",
+    "QueueRuntime",
+    "QueueStatistics",
+    "RejectReason",
+    "ZLinkClock",
+    "ZLinkClosedError",
+    "ZLinkError",
+    "ZLinkExecutionLanePolicy",
+    "ZLinkNotOnTurnError",
+    "ZLinkProtocolError",
+    "ZLinkReentrancyError",
+    "ZLinkRejectedError",
+    "ZLinkSerialExecutionQueue",
+    "ZLinkUsageError",
+    "ZLinkWorkHandle",
+    "ZLinkYieldNotSupportedError",
+    "current_work",
+    "yield_framework_call",
+]
+
+__version__ = "0.1.0"

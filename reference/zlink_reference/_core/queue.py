@@ -1,0 +1,613 @@
+"""The protocol core of one serial execution queue (SE-5, SE-6).
+
+Theory of operation
+===================
+
+A serial queue runs the works submitted to one owner one at a time. This module owns
+every rule of that: it holds the whole state of one queue and changes it only through
+the named transitions below. Each transition checks its guard (raising
+``ZLinkProtocolError`` naming the rule when the guard does not hold), changes the state
+in one step and reports the event it caused to the observer, if one is attached. Time
+is an argument; nothing here reads a clock, starts a thread or touches asyncio. A shell
+(``zlink_reference._shell``) calls the transitions in the order its runtime produces
+them; the checkers call the same transitions directly.
+
+The transitions, with their TLA+ names (``models/SerialQueue.tla``) and trace events:
+
+=============  ============  ==========================================================
+core method    TLA+ action   what happens
+=============  ============  ==========================================================
+admit          Admit         capacity check, sequence number, insertion and the
+                             drain-scheduled flag, as one step (SE-6.3, SE-6.5)
+(rejection)    Reject        a refused submission: nothing changes but the event
+transfer       Transfer      a SpotWide execution turn placed by an Actor queue; a
+                             move of already-accepted work, never refused (SE-4.5)
+enter_drain    EnterDrain    the posted drain starts a slice: scheduled -> draining
+take_next      TakeNext      the next item gets the turn: barrier-next first, then
+                             lifecycle within the burst limit, then application
+finish         Finish        the turn holder ended (completed, failed or cancelled
+                             on its turn); its reservation is released (SE-5.2)
+yield_turn     YieldTurn     the turn holder waits on an external call and gives the
+                             turn back; it stays reserved (SE-6.7)
+requeue        Requeue       the external call of a suspended work is done: its
+                             resume permit queues again at the tail of its lane
+cancel         Cancel        a work that does not hold the turn ends without running
+                             further (disposal); its reservation is released
+end_slice      EndSlice      the time budget is used: leave the drain and, if work
+                             is ready, schedule the next slice (SE-6.4, SE-6.6)
+exit_drain     ExitDrain     nothing is ready: leave the drain
+close          Close         no new submissions; accepted work still finishes
+=============  ============  ==========================================================
+
+Flags (SE-6.5): ``drain_scheduled`` is set by the step that makes an idle queue busy
+(``admit``, ``transfer``, ``requeue``, or ``end_slice`` with work left) and by nothing
+else; whoever sets it must post one drain, outside any lock. ``enter_drain`` turns it
+into ``draining``. So at most one drain is ever scheduled or running, and ready work is
+never left without one (the invariants ``NoDoubleDrain`` and ``NoLostWakeup``).
+
+Lanes (decisions D-1, D-2 in ``specs/decisions.md``): the application lane, the
+lifecycle lane, and the barrier-next line, which is application work placed ahead of
+the application lane (it reserves in the application lane). A resume permit goes to the
+tail of its work's own lane, is never refused and reserves nothing new: the work kept
+its reservation while suspended.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from typing import Final, NoReturn
+
+from .errors import RejectReason, ZLinkClosedError, ZLinkProtocolError, ZLinkRejectedError
+from .policy import ZLinkExecutionLanePolicy
+from .rules import (
+    APPLICATION_LANE,
+    LIFECYCLE_LANE,
+    Source,
+    admission_verdict,
+    reservation_bytes,
+    select_next,
+    slice_expired,
+)
+
+__all__ = [
+    "CANCELLED",
+    "COMPLETED",
+    "DONE",
+    "EVENTS",
+    "FAILED",
+    "LANE_NAMES",
+    "OUTCOME_NAMES",
+    "PHASE_NAMES",
+    "QUEUED",
+    "REQUEUED",
+    "RUNNING",
+    "SOURCE_NAMES",
+    "SUSPENDED",
+    "Observer",
+    "QueueConfig",
+    "QueueCore",
+    "WorkRecord",
+]
+
+# Phases of a work. A work is live from admission until DONE.
+QUEUED: Final = 0  # waiting in a lane, never started
+RUNNING: Final = 1  # holds the turn
+SUSPENDED: Final = 2  # gave the turn back; its external call is pending
+REQUEUED: Final = 3  # its resume permit waits in a lane
+DONE: Final = 4
+PHASE_NAMES: Final = ("queued", "running", "suspended", "requeued", "done")
+
+# Outcomes: every accepted work ends in exactly one.
+COMPLETED: Final = 0
+FAILED: Final = 1
+CANCELLED: Final = 2
+OUTCOME_NAMES: Final = ("completed", "failed", "cancelled")
+
+LANE_NAMES: Final = ("application", "lifecycle")
+# Every event a core emits: the transitions' names (specs/trace-format.md).
+EVENTS: Final = (
+    "admit", "transfer", "reject", "enter_drain", "take_next", "finish", "yield_turn",
+    "requeue", "cancel", "end_slice", "exit_drain", "close",
+)
+SOURCE_NAMES: Final = ("barrier", "lifecycle", "application")
+
+Observer = Callable[[str, str, dict[str, object]], None]
+"""Receives (queue name, event name, fields) for every transition, when attached."""
+
+
+class WorkRecord:
+    """One accepted work as the core sees it. Shells subclass it to carry the callable
+    and the result, so an admission allocates one object. The core sets every field
+    below when it inserts the record; nothing reads them before."""
+
+    __slots__ = ("barrier", "lane", "nbytes", "phase", "resumes", "seq", "wid", "zombie")
+
+    wid: int  # admission sequence number: the work's identity in this queue
+    seq: int  # sequence number of its current place in line
+    lane: int
+    barrier: bool
+    nbytes: int  # its reservation
+    phase: int
+    resumes: int  # how many resume permits it queued; > 0 means a take is a resume
+    zombie: bool
+
+    def __init__(self) -> None:
+        # Subclasses on a hot path may skip this: the core sets every field at
+        # insertion, and the guards' messages do not assume them.
+        self.wid = self.seq = -1
+        self.lane = APPLICATION_LANE
+        self.barrier = self.zombie = False
+        self.nbytes = self.resumes = 0
+        self.phase = QUEUED
+
+
+def _wid(rec: WorkRecord) -> object:
+    return getattr(rec, "wid", "?")
+
+
+class QueueConfig:
+    """What many queues of one owner share: the policy (with the numbers the hot path
+    needs, read once), the budget in clock units, whether Yield exists, and the
+    observer. Shared so that an idle queue stays small."""
+
+    __slots__ = (
+        "app_byte_cap",
+        "app_count_cap",
+        "budget",
+        "burst_limit",
+        "fixed_reservation",
+        "life_byte_cap",
+        "life_count_cap",
+        "observer",
+        "policy",
+        "yield_allowed",
+    )
+
+    def __init__(
+        self,
+        policy: ZLinkExecutionLanePolicy,
+        *,
+        units_per_ms: float = 1.0,
+        yield_allowed: bool = True,
+        observer: Observer | None = None,
+    ) -> None:
+        self.policy = policy
+        # The budget in the clock's own units, so comparisons stay exact on an
+        # integer virtual clock.
+        self.budget: float = policy.owner_time_budget_ms * units_per_ms
+        self.yield_allowed = yield_allowed
+        self.observer = observer
+        self.app_count_cap = policy.application_message_capacity
+        self.app_byte_cap = policy.application_byte_capacity
+        self.life_count_cap = policy.lifecycle_message_capacity
+        self.life_byte_cap = policy.lifecycle_byte_capacity
+        self.burst_limit = policy.lifecycle_burst_limit
+        self.fixed_reservation = reservation_bytes(0, policy.fixed_work_byte_cost)
+
+
+class QueueCore:
+    """State and transitions of one serial queue. Not thread-safe by itself: a shell
+    that lets several threads submit holds one lock around each transition, which is
+    what makes admission one critical section (SE-6.3).
+
+    Lines (``app``, ``life``, ``barrier``) and the suspended set exist only while they
+    hold something; an idle queue keeps nothing but counters and flags.
+    """
+
+    __slots__ = (
+        "app",
+        "app_bytes",
+        "app_count",
+        "barrier",
+        "closed",
+        "config",
+        "current",
+        "drain_scheduled",
+        "draining",
+        "life",
+        "life_bytes",
+        "life_count",
+        "name",
+        "next_seq",
+        "slice_started_at",
+        "streak",
+        "suspended",
+    )
+
+    def __init__(self, config: QueueConfig, name: str = "queue") -> None:
+        self.config = config
+        self.name = name
+        self.app: deque[WorkRecord] | None = None
+        self.life: deque[WorkRecord] | None = None
+        self.barrier: deque[WorkRecord] | None = None
+        self.app_count = 0
+        self.app_bytes = 0
+        self.life_count = 0
+        self.life_bytes = 0
+        self.next_seq = 0
+        self.drain_scheduled = False
+        self.draining = False
+        self.current: WorkRecord | None = None
+        self.slice_started_at: float = 0  # meaningful only while draining
+        self.streak = 0
+        self.closed = False
+        self.suspended: set[WorkRecord] | None = None
+
+    @property
+    def policy(self) -> ZLinkExecutionLanePolicy:
+        """The injected limits (SE-6.1)."""
+        return self.config.policy
+
+    # ------------------------------------------------------------------ queries
+    def has_ready(self) -> bool:
+        """Some item (new work or resume permit) waits for the turn."""
+        return bool(self.barrier or self.life or self.app)
+
+    def is_idle(self) -> bool:
+        """No accepted work is unfinished: the queue is quiescent."""
+        return self.app_count == 0 and self.life_count == 0
+
+    def reserved_of(self, lane: int) -> tuple[int, int]:
+        """(count, bytes) reserved in one lane."""
+        if lane == LIFECYCLE_LANE:
+            return self.life_count, self.life_bytes
+        return self.app_count, self.app_bytes
+
+    def line(self, source: Source) -> tuple[WorkRecord, ...]:
+        """The items waiting in one line, head first."""
+        found = (self.barrier, self.life, self.app)[source]
+        return tuple(found) if found else ()
+
+    def suspended_records(self) -> tuple[WorkRecord, ...]:
+        """Works that gave their turn back and wait on their external call."""
+        return tuple(self.suspended) if self.suspended else ()
+
+    def live_records(self) -> list[WorkRecord]:
+        """Every accepted, unfinished work: queued, running, suspended or requeued."""
+        out = [*self.line(Source.BARRIER), *self.line(Source.LIFECYCLE)]
+        out += [*self.line(Source.APPLICATION), *self.suspended_records()]
+        if self.current is not None:
+            out.append(self.current)
+        return out
+
+    # --------------------------------------------------------------- transitions
+    def admit(
+        self,
+        rec: WorkRecord,
+        lane: int = APPLICATION_LANE,
+        payload_bytes: int = 0,
+        barrier: bool = False,
+    ) -> bool:
+        """Admit one work, or raise ``ZLinkRejectedError`` with nothing changed.
+
+        Capacity check, sequence number and insertion are this one step (SE-6.3); so is
+        the drain-scheduled flag (SE-6.5). Returns True when this admission made the
+        queue busy: the caller must then post exactly one drain, outside any lock.
+        """
+        config = self.config
+        nbytes = (
+            config.fixed_reservation if not payload_bytes
+            else reservation_bytes(payload_bytes, config.policy.fixed_work_byte_cost)
+        )
+        return self._place(rec, lane, nbytes, barrier, True)
+
+    def transfer(self, rec: WorkRecord) -> bool:
+        """Place a SpotWide execution turn from an Actor queue (SE-4.5, SE-5.3).
+
+        The work was already accepted by its Actor queue, which holds its payload
+        reservation; here it reserves only ``fixed_work_byte_cost`` in the application
+        lane. A transfer moves accepted work, so it is never refused (decision D-6),
+        not even after close. Returns True when the caller must post a drain.
+        """
+        return self._place(rec, APPLICATION_LANE, self.config.fixed_reservation, False, False)
+
+    def _place(self, rec: WorkRecord, lane: int, nbytes: int, barrier: bool, judged: bool) -> bool:
+        # The capacity test is ``rules.admission_verdict(...) is None`` written out for
+        # the hot path; the rule itself names the reason when it fails, and a property
+        # test holds the two equal.
+        config = self.config
+        if lane == LIFECYCLE_LANE:
+            if judged and (self.closed or self.life_count >= config.life_count_cap
+                           or self.life_bytes + nbytes > config.life_byte_cap):
+                self._reject(lane, nbytes, barrier)
+            self.life_count += 1
+            self.life_bytes += nbytes
+            line = self.life
+            if line is None:
+                line = self.life = deque()
+        else:
+            if judged and (self.closed or self.app_count >= config.app_count_cap
+                           or self.app_bytes + nbytes > config.app_byte_cap):
+                self._reject(lane, nbytes, barrier)
+            self.app_count += 1
+            self.app_bytes += nbytes
+            if barrier:
+                line = self.barrier
+                if line is None:
+                    line = self.barrier = deque()
+            else:
+                line = self.app
+                if line is None:
+                    line = self.app = deque()
+        seq = self.next_seq
+        self.next_seq = seq + 1
+        rec.wid = rec.seq = seq
+        rec.lane = lane
+        rec.barrier = barrier
+        rec.nbytes = nbytes
+        rec.phase = QUEUED
+        rec.resumes = 0
+        rec.zombie = False
+        line.append(rec)
+        wake = not self.draining and not self.drain_scheduled
+        if wake:
+            self.drain_scheduled = True
+        observer = config.observer
+        if observer is not None:
+            observer(self.name, "admit" if judged else "transfer", {
+                "work": seq, "pos": seq, "lane": LANE_NAMES[lane], "barrier": barrier,
+                "bytes": nbytes, "wake": wake,
+            })
+        return wake
+
+    def _reject(self, lane: int, nbytes: int, barrier: bool) -> NoReturn:
+        config = self.config
+        lifecycle = lane == LIFECYCLE_LANE
+        verdict = admission_verdict(
+            self.closed, lifecycle,
+            self.life_count if lifecycle else self.app_count,
+            self.life_bytes if lifecycle else self.app_bytes,
+            nbytes,
+            config.life_count_cap if lifecycle else config.app_count_cap,
+            config.life_byte_cap if lifecycle else config.app_byte_cap,
+        )
+        if verdict is None:  # pragma: no cover - the property test keeps this unreachable
+            raise ZLinkProtocolError("admit", "SE-6.3", "admission rules disagree")
+        observer = config.observer
+        if observer is not None:
+            observer(self.name, "reject", {
+                "lane": LANE_NAMES[lane], "barrier": barrier, "bytes": nbytes,
+                "reason": verdict.value,
+            })
+        if verdict is RejectReason.CLOSED:
+            raise ZLinkClosedError(self.name)
+        raise ZLinkRejectedError(verdict, self.name)
+
+    def enter_drain(self, now: float) -> None:
+        """The posted drain starts a slice (SE-6.6: enter the drain gate)."""
+        if not self.drain_scheduled or self.draining:
+            raise ZLinkProtocolError(
+                "enter_drain", "SE-6.5", "no drain is scheduled or one is already draining"
+            )
+        self.drain_scheduled = False
+        self.draining = True
+        self.slice_started_at = now
+        observer = self.config.observer
+        if observer is not None:
+            observer(self.name, "enter_drain", {"now": now})
+
+    def next_step(
+        self, now: float, prev: WorkRecord | None = None, outcome: int = COMPLETED
+    ) -> WorkRecord | None:
+        """The drain loop's step after each turn: ``finish`` the previous turn holder
+        (if given), then end the slice, leave the drain, or take the next item.
+        Returns the item given the turn, or None when the drain left (after
+        ``end_slice`` or ``exit_drain``).
+
+        The branch for "only application work is ready" is ``take_next`` with the
+        answer ``rules.select_next`` gives for that case (APPLICATION, streak 0)
+        written in; a property test holds the two equal.
+        """
+        if prev is not None:
+            self.finish(prev, outcome)
+        config = self.config
+        if now - self.slice_started_at >= config.budget:  # rules.slice_expired
+            self.end_slice(now)
+            return None
+        app = self.app
+        if app is not None and self.life is None and self.barrier is None and self.draining \
+                and self.current is None:
+            rec = app.popleft()
+            if not app:
+                self.app = None
+            self.streak = 0
+            resume = rec.phase == REQUEUED
+            rec.phase = RUNNING
+            self.current = rec
+            observer = config.observer
+            if observer is not None:
+                observer(self.name, "take_next", {
+                    "work": rec.wid, "pos": rec.seq, "source": "application",
+                    "resume": resume, "streak": 0, "now": now,
+                })
+            return rec
+        if app is None and self.life is None and self.barrier is None:
+            self.exit_drain(now)
+            return None
+        return self.take_next(now)
+
+    def take_next(self, now: float) -> WorkRecord:
+        """Give the turn to the next item (SE-6.6). A resume permit gives it back to its
+        suspended work (SE-6.7)."""
+        if not self.draining or self.current is not None:
+            raise ZLinkProtocolError("take_next", "SE-6.6", "not draining, or a turn is held")
+        config = self.config
+        if slice_expired(now, self.slice_started_at, config.budget):
+            raise ZLinkProtocolError("take_next", "SE-6.4", "the slice's time budget is used")
+        app, life, barrier = self.app, self.life, self.barrier
+        source, self.streak = select_next(
+            len(barrier) if barrier else 0,
+            len(life) if life else 0,
+            len(app) if app else 0,
+            self.streak,
+            config.burst_limit,
+        )
+        if source is Source.APPLICATION:
+            rec = app.popleft()  # type: ignore[union-attr]
+            if not app:
+                self.app = None
+        elif source is Source.LIFECYCLE:
+            rec = life.popleft()  # type: ignore[union-attr]
+            if not life:
+                self.life = None
+        elif source is Source.BARRIER:
+            rec = barrier.popleft()  # type: ignore[union-attr]
+            if not barrier:
+                self.barrier = None
+        else:
+            raise ZLinkProtocolError("take_next", "SE-6.6", "nothing is ready")
+        resume = rec.phase == REQUEUED
+        rec.phase = RUNNING
+        self.current = rec
+        observer = config.observer
+        if observer is not None:
+            observer(self.name, "take_next", {
+                "work": rec.wid, "pos": rec.seq, "source": SOURCE_NAMES[source],
+                "resume": resume, "streak": self.streak, "now": now,
+            })
+        return rec
+
+    def finish(self, rec: WorkRecord, outcome: int = COMPLETED) -> None:
+        """The turn holder ended; release its reservation (SE-5.2)."""
+        if self.current is not rec:
+            raise ZLinkProtocolError(
+                "finish", "SE-6.7", f"work {_wid(rec)} ends while it does not hold the turn"
+            )
+        self.current = None
+        self._release(rec)
+        observer = self.config.observer
+        if observer is not None:
+            observer(self.name, "finish", {"work": rec.wid, "outcome": OUTCOME_NAMES[outcome]})
+
+    def _release(self, rec: WorkRecord) -> None:
+        rec.phase = DONE
+        if rec.lane == LIFECYCLE_LANE:
+            self.life_count -= 1
+            self.life_bytes -= rec.nbytes
+        else:
+            self.app_count -= 1
+            self.app_bytes -= rec.nbytes
+
+    def yield_turn(self, rec: WorkRecord) -> None:
+        """The turn holder waits on an external call and gives the turn back (SE-6.7);
+        it keeps its reservation (decision D-2)."""
+        if self.current is not rec:
+            raise ZLinkProtocolError(
+                "yield_turn", "SE-6.7", f"work {_wid(rec)} yields a turn it does not hold"
+            )
+        if not self.config.yield_allowed:
+            # The shell checks first and raises the caller's error; a second line here.
+            raise ZLinkProtocolError("yield_turn", "SE-4.1", "this owner offers no Yield")
+        self.current = None
+        rec.phase = SUSPENDED
+        if self.suspended is None:
+            self.suspended = set()
+        self.suspended.add(rec)
+        observer = self.config.observer
+        if observer is not None:
+            observer(self.name, "yield_turn", {"work": rec.wid})
+
+    def _unsuspend(self, rec: WorkRecord) -> None:
+        suspended = self.suspended
+        if suspended is not None:
+            suspended.discard(rec)
+            if not suspended:
+                self.suspended = None
+
+    def requeue(self, rec: WorkRecord) -> bool:
+        """A suspended work queues its resume permit (SE-6.7, decision D-1): a fresh
+        sequence number at the tail of its own lane, no capacity check, no new
+        reservation. Returns True when the caller must post a drain."""
+        if rec.phase != SUSPENDED:
+            raise ZLinkProtocolError("requeue", "SE-6.7", f"work {_wid(rec)} is not suspended")
+        self._unsuspend(rec)
+        seq = self.next_seq
+        self.next_seq = seq + 1
+        rec.seq = seq
+        rec.phase = REQUEUED
+        rec.resumes += 1
+        if rec.lane == LIFECYCLE_LANE:
+            if self.life is None:
+                self.life = deque()
+            self.life.append(rec)
+        else:
+            if self.app is None:
+                self.app = deque()
+            self.app.append(rec)
+        wake = not self.draining and not self.drain_scheduled
+        if wake:
+            self.drain_scheduled = True
+        observer = self.config.observer
+        if observer is not None:
+            observer(self.name, "requeue", {"work": rec.wid, "pos": seq, "wake": wake})
+        return wake
+
+    def cancel(self, rec: WorkRecord) -> None:
+        """End a live work that does not hold the turn: queued, suspended or requeued
+        (disposal). Its reservation is released; a queued one never starts."""
+        phase = rec.phase
+        if phase in (QUEUED, REQUEUED):
+            if rec.barrier and phase == QUEUED:
+                source = Source.BARRIER
+            elif rec.lane == LIFECYCLE_LANE:
+                source = Source.LIFECYCLE
+            else:
+                source = Source.APPLICATION
+            line = (self.barrier, self.life, self.app)[source]
+            if line is None or rec not in line:
+                raise ZLinkProtocolError("cancel", "SD-1", f"work {_wid(rec)} is not in its lane")
+            line.remove(rec)
+            if not line:
+                if source is Source.BARRIER:
+                    self.barrier = None
+                elif source is Source.LIFECYCLE:
+                    self.life = None
+                else:
+                    self.app = None
+        elif phase == SUSPENDED:
+            self._unsuspend(rec)
+        else:
+            raise ZLinkProtocolError(
+                "cancel", "SD-1", f"work {_wid(rec)} is {PHASE_NAMES[phase]}, not cancellable here"
+            )
+        self._release(rec)
+        observer = self.config.observer
+        if observer is not None:
+            observer(self.name, "cancel", {"work": rec.wid, "phase": PHASE_NAMES[phase]})
+
+    def end_slice(self, now: float) -> None:
+        """The time budget is used (SE-6.4): leave the drain; if work is ready, schedule
+        the next slice in the same step, so no submitter can schedule a second one."""
+        if not self.draining or self.current is not None:
+            raise ZLinkProtocolError("end_slice", "SE-6.6", "not draining, or a turn is held")
+        if not slice_expired(now, self.slice_started_at, self.config.budget):
+            raise ZLinkProtocolError("end_slice", "SE-6.4", "the time budget is not used yet")
+        self.draining = False
+        self.slice_started_at = 0
+        reschedule = bool(self.barrier or self.life or self.app)
+        self.drain_scheduled = reschedule
+        observer = self.config.observer
+        if observer is not None:
+            observer(self.name, "end_slice", {"now": now, "reschedule": reschedule})
+
+    def exit_drain(self, now: float) -> None:
+        """Nothing is ready: leave the drain (SE-6.6)."""
+        if not self.draining or self.current is not None:
+            raise ZLinkProtocolError("exit_drain", "SE-6.6", "not draining, or a turn is held")
+        if self.barrier or self.life or self.app:
+            raise ZLinkProtocolError("exit_drain", "SE-6.5", "work is ready; leaving would lose it")
+        self.draining = False
+        self.slice_started_at = 0
+        observer = self.config.observer
+        if observer is not None:
+            observer(self.name, "exit_drain", {"now": now})
+
+    def close(self) -> None:
+        """No new submissions; accepted work still finishes (SE-6.2). Idempotent."""
+        if self.closed:
+            return
+        self.closed = True
+        observer = self.config.observer
+        if observer is not None:
+            observer(self.name, "close", {})

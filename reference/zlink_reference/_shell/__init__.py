@@ -1,0 +1,1 @@
+"""Shells: the only code that imports asyncio. They drive the core and decide nothing."""

@@ -1,0 +1,690 @@
+"""``ZLinkSerialExecutionQueue``: the asyncio shell around the protocol core.
+
+The shell decides nothing. It calls the core's transitions, posts the drain with
+``call_soon`` when the core says the queue just became busy (never running it on the
+submitter's stack, SE-6.5), runs works, and feeds clock readings to the core. The only
+code of this package that imports asyncio lives in ``_shell``.
+
+One mutator (SE-6.3, decision D-7). Like every single-threaded runtime, the event-loop
+thread is the only code that changes a queue's state, so each transition, admission
+included, is one critical section without a lock. A submission from another thread is
+handed to the loop thread (``call_soon_threadsafe``) and waits there for its verdict:
+the same "accepted, or rejected with nothing inserted" answer, in one atomic step.
+
+How a work runs (SE-6.7). The drain role is held by exactly one piece of code at a
+time: the posted drain callback, a drive task, or a resumed work's task. Synchronous
+works run inline in the drain loop. The first work that returns an awaitable moves the
+drain role into a drive task, which awaits that work (so the work keeps the turn while it
+awaits anything that is not a framework call) and goes on draining after it. When a work
+calls ``yield_framework_call`` and the call is pending, the core records ``yield_turn``,
+the drain role is handed to a freshly posted callback, and the task stays with the work:
+it awaits the external call, queues its resume permit (``requeue``) and waits until the
+drain gives the permit the turn. Whoever ends a turn carries the drain role on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import threading
+from collections.abc import Awaitable, Callable, Generator
+from types import CoroutineType
+from typing import Any, Generic, TypeVar, cast
+
+from .._core.errors import (
+    ZLinkNotOnTurnError,
+    ZLinkReentrancyError,
+    ZLinkUsageError,
+    ZLinkYieldNotSupportedError,
+)
+from .._core.policy import ZLinkExecutionLanePolicy
+from .._core.queue import (
+    CANCELLED,
+    COMPLETED,
+    FAILED,
+    OUTCOME_NAMES,
+    PHASE_NAMES,
+    RUNNING,
+    Observer,
+    QueueConfig,
+    QueueCore,
+    WorkRecord,
+)
+from .._core.rules import APPLICATION_LANE, LIFECYCLE_LANE, Source
+from .clock import MonotonicClock, ZLinkClock
+
+__all__ = [
+    "ErrorHook",
+    "QueueRuntime",
+    "QueueStatistics",
+    "Work",
+    "ZLinkSerialExecutionQueue",
+    "ZLinkWorkHandle",
+    "current_work",
+    "yield_framework_call",
+]
+
+T = TypeVar("T")
+
+Work = Callable[[], Any]
+"""A zero-argument callable returning ``None``, a value, or an awaitable."""
+
+ErrorHook = Callable[[BaseException, "ZLinkWorkHandle[Any]"], None]
+
+PENDING = -1
+
+# The record whose synchronous work runs right now on the loop thread (None otherwise).
+# A plain global: set and cleared around each synchronous call, cheaper than a
+# context variable, and only meaningful on the loop thread.
+_sync_current: WorkRecord | None = None
+# The record an async work belongs to, in that work's task context.
+_async_current: contextvars.ContextVar[ZLinkWorkHandle[Any] | None] = contextvars.ContextVar(
+    "zlink_current_work", default=None
+)
+_get_running_loop = asyncio.events._get_running_loop
+get_ident = threading.get_ident
+
+
+class _HandleAux:
+    """The parts of a handle most works never need, allocated on first use."""
+
+    __slots__ = ("callbacks", "fut", "gates", "label", "permit")
+
+    def __init__(self) -> None:
+        self.fut: asyncio.Future[None] | None = None
+        self.callbacks: list[Callable[[Any], None]] | None = None
+        self.permit: asyncio.Future[None] | None = None
+        self.gates: tuple[object, ...] | None = None
+        self.label = ""
+
+
+class ZLinkWorkHandle(WorkRecord, Generic[T]):
+    """An accepted work: its place in the core and, once it ends, its outcome.
+
+    Await it for the work's result (or exception, or ``CancelledError``). Awaiting it
+    from inside work that holds a turn the awaited work needs raises
+    ``ZLinkReentrancyError`` at once (SE-8.2). Await it on the queue's loop.
+    """
+
+    __slots__ = ("_aux", "_outcome", "_queue", "_task", "_value", "_work")
+
+    _task: asyncio.Task[Any] | None  # the task running it, once it is an async work
+    _value: Any  # result or exception, once settled
+
+    def __init__(self, queue: ZLinkSerialExecutionQueue, work: Work) -> None:
+        # The core sets the WorkRecord fields at insertion; ``_value`` and ``_task``
+        # are set before they are read (at settle, and when an async work starts).
+        self._queue = queue
+        self._work: Work | None = work
+        self._outcome = PENDING
+        self._aux: _HandleAux | None = None
+
+    def _extra(self) -> _HandleAux:
+        aux = self._aux
+        if aux is None:
+            aux = self._aux = _HandleAux()
+        return aux
+
+    @property
+    def gates(self) -> tuple[object, ...]:
+        """Turns and claims this work needs, first the queue whose turn it takes.
+        Coordinators widen it (a SpotWide Actor work needs the Spot gate and its
+        Actor claim); the reentrancy check compares these."""
+        aux = self._aux
+        if aux is None or aux.gates is None:
+            return (self._queue,)
+        return aux.gates
+
+    @gates.setter
+    def gates(self, value: tuple[object, ...]) -> None:
+        self._extra().gates = value
+
+    @property
+    def label(self) -> str:
+        """A free-form name for logs and traces ("" unless set)."""
+        return "" if self._aux is None else self._aux.label
+
+    @label.setter
+    def label(self, value: str) -> None:
+        self._extra().label = value
+
+    @property
+    def queue(self) -> ZLinkSerialExecutionQueue:
+        """The queue this work was accepted by."""
+        return self._queue
+
+    # -------------------------------------------------------------- outcome
+    def done(self) -> bool:
+        """The work ended (completed, failed or cancelled)."""
+        return self._outcome != PENDING
+
+    def cancelled(self) -> bool:
+        """The work ended cancelled: never started, or cancelled at an await point."""
+        return self._outcome == CANCELLED
+
+    def outcome(self) -> str | None:
+        """``"completed"``, ``"failed"``, ``"cancelled"``, or None while running."""
+        return None if self._outcome == PENDING else OUTCOME_NAMES[self._outcome]
+
+    def result(self) -> T:
+        """The work's result; raises its exception, ``CancelledError``, or
+        ``InvalidStateError`` while it has not ended."""
+        if self._outcome == PENDING:
+            raise asyncio.InvalidStateError(f"work {self.wid} of {self._queue.name} has not ended")
+        if self._outcome == COMPLETED:
+            return cast(T, self._value)
+        if self._outcome == CANCELLED:
+            exc = self._value
+            raise exc if isinstance(exc, asyncio.CancelledError) else asyncio.CancelledError()
+        raise cast(BaseException, self._value)
+
+    def exception(self) -> BaseException | None:
+        """The exception the work failed with (None if it completed)."""
+        if self._outcome == PENDING:
+            raise asyncio.InvalidStateError(f"work {self.wid} of {self._queue.name} has not ended")
+        if self._outcome == CANCELLED:
+            raise asyncio.CancelledError()
+        return cast("BaseException | None", self._value if self._outcome == FAILED else None)
+
+    def add_done_callback(self, callback: Callable[[ZLinkWorkHandle[T]], None]) -> None:
+        """Call ``callback(handle)`` on the loop once the work has ended."""
+        if self._outcome != PENDING:
+            self._queue._rt.loop.call_soon(callback, self)
+            return
+        aux = self._extra()
+        if aux.callbacks is None:
+            aux.callbacks = []
+        aux.callbacks.append(callback)
+
+    def __await__(self) -> Generator[Any, None, T]:
+        if self._outcome == PENDING:
+            _check_reentrancy(self, held_turn=True)
+            aux = self._extra()
+            fut = aux.fut
+            if fut is None or fut.done():
+                fut = aux.fut = self._queue._rt.loop.create_future()
+            yield from fut.__await__()
+        return self.result()
+
+    def _settle(self, outcome: int, value: Any) -> None:
+        self._outcome = outcome
+        self._value = value
+        self._work = None
+        aux = self._aux
+        if aux is not None:
+            fut = aux.fut
+            if fut is not None and not fut.done():
+                fut.set_result(None)
+            if aux.callbacks is not None:
+                loop = self._queue._rt.loop
+                for cb in aux.callbacks:
+                    loop.call_soon(cb, self)
+                aux.callbacks = None
+
+    def __repr__(self) -> str:
+        pending = self._outcome == PENDING
+        state = PHASE_NAMES[self.phase] if pending else OUTCOME_NAMES[self._outcome]
+        label = f" {self.label!r}" if self.label else ""
+        return f"<ZLinkWorkHandle {self._queue.name}#{self.wid}{label} {state}>"
+
+
+def _holder() -> ZLinkWorkHandle[Any] | None:
+    """The work whose code is running right now, if that work holds its turn."""
+    if _sync_current is not None:
+        return cast("ZLinkWorkHandle[Any]", _sync_current)
+    rec = _async_current.get()
+    if rec is None or rec.phase != RUNNING or rec._task is not asyncio.current_task():
+        return None
+    return rec
+
+
+def current_work() -> ZLinkWorkHandle[Any] | None:
+    """The handle of the work running on a turn in this context, or None."""
+    return _holder()
+
+
+def _check_reentrancy(target: ZLinkWorkHandle[Any], *, held_turn: bool) -> None:
+    """SE-8.2: waiting, from work, for work that needs a turn or claim the waiter holds
+    can never end; raise at the call instead. ``held_turn`` False means the waiter gave
+    its turn back (a yield) and keeps only its claims."""
+    holder = _holder() if held_turn else _async_current.get()
+    if holder is None:
+        return
+    held = holder.gates if held_turn else holder.gates[1:]
+    if target is holder or any(g in held for g in target.gates):
+        raise ZLinkReentrancyError(
+            f"work {holder.wid} of {holder._queue.name} waits for work {target.wid} of "
+            f"{target._queue.name}, which needs a turn the waiter holds (SE-8.2)"
+        )
+
+
+async def yield_framework_call(awaitable: Awaitable[T]) -> T:
+    """Await an external call while giving this work's turn back (SE-6.7).
+
+    If the call is already done, its result is returned without yielding. Otherwise the
+    turn is given back, the call is awaited, the work queues again (``requeue``) and
+    continues only when the drain gives it the turn. A cancellation while suspended is
+    delivered the same way: on the work's own turn, after requeue.
+    """
+    rec = _async_current.get()
+    if rec is None or rec._task is not asyncio.current_task() or rec.phase != RUNNING:
+        raise ZLinkNotOnTurnError("yield_framework_call outside a work that holds its turn")
+    queue = rec._queue
+    if not queue._core.config.yield_allowed:
+        raise ZLinkYieldNotSupportedError(
+            f"{queue.name} offers no Yield (an Entry Spot has none, SE-4.1)"
+        )
+    if isinstance(awaitable, ZLinkWorkHandle):
+        if awaitable.done():
+            return cast(T, awaitable.result())
+        _check_reentrancy(awaitable, held_turn=False)
+    if isinstance(awaitable, asyncio.Future) and awaitable.done():
+        return cast(T, awaitable.result())
+    return await queue._yield(rec, awaitable)
+
+
+class QueueStatistics:
+    """A point-in-time view of one queue, for tests, logs and adapters."""
+
+    __slots__ = (
+        "application_bytes",
+        "application_count",
+        "closed",
+        "drain_scheduled",
+        "draining",
+        "lifecycle_bytes",
+        "lifecycle_count",
+        "name",
+        "ready",
+        "running",
+        "suspended",
+    )
+
+    def __init__(self, core: QueueCore) -> None:
+        self.name = core.name
+        self.application_count = core.app_count
+        self.application_bytes = core.app_bytes
+        self.lifecycle_count = core.life_count
+        self.lifecycle_bytes = core.life_bytes
+        self.ready = sum(len(core.line(source)) for source in Source)
+        self.running = core.current is not None
+        self.suspended = len(core.suspended_records())
+        self.drain_scheduled = core.drain_scheduled
+        self.draining = core.draining
+        self.closed = core.closed
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{k}={getattr(self, k)!r}" for k in self.__slots__)
+        return f"QueueStatistics({fields})"
+
+
+class QueueRuntime:
+    """What the queues of one owner share in the shell: the loop (whose thread is the
+    only mutator), the clock and the error hook. Shared so an idle queue stays small.
+
+    ``foreign_submit_timeout`` bounds how long a submission from another thread waits
+    for the loop thread's verdict (None waits as long as it takes).
+    """
+
+    __slots__ = ("clock", "error_hook", "foreign_submit_timeout", "loop", "now", "thread_id")
+
+    def __init__(
+        self,
+        *,
+        clock: ZLinkClock | None = None,
+        loop: asyncio.AbstractEventLoop | None = None,
+        error_hook: ErrorHook | None = None,
+        foreign_submit_timeout: float | None = 60.0,
+    ) -> None:
+        self.clock: ZLinkClock = clock if clock is not None else MonotonicClock()
+        self.now = self.clock.now
+        self.loop = loop if loop is not None else asyncio.get_running_loop()
+        self.thread_id = threading.get_ident()
+        self.error_hook = error_hook
+        self.foreign_submit_timeout = foreign_submit_timeout
+
+    def on_loop_thread(self) -> bool:
+        """Whether the caller may change queue state directly."""
+        return _get_running_loop() is self.loop or threading.get_ident() == self.thread_id
+
+    def call_on_loop(self, fn: Callable[[], T]) -> T:
+        """Run ``fn`` on the loop thread and return its result (or raise its error),
+        waiting for it; called from any other thread. If the wait times out, ``fn``
+        is withdrawn: it will not run later."""
+        done = threading.Event()
+        state = threading.Lock()
+        box: list[Any] = []
+        withdrawn = False
+
+        def run() -> None:
+            with state:
+                if withdrawn:
+                    return
+                try:
+                    box.append((True, fn()))
+                except BaseException as exc:
+                    box.append((False, exc))
+                finally:
+                    done.set()
+
+        self.loop.call_soon_threadsafe(run)
+        if not done.wait(self.foreign_submit_timeout):
+            with state:
+                if not done.is_set():
+                    withdrawn = True
+                    raise ZLinkUsageError(
+                        f"the event loop did not take the call within "
+                        f"{self.foreign_submit_timeout} s (is it running, or blocked?)"
+                    )
+        ok, value = box[0]
+        if not ok:
+            raise value
+        return cast(T, value)
+
+
+class ZLinkSerialExecutionQueue:
+    """One serial queue: runs accepted works one at a time, in the order the core picks.
+
+    ``policy`` limits it (SE-6.1); ``clock`` is read between works for the time budget
+    (default: the monotonic clock); ``error_hook(exc, handle)`` sees every work failure
+    (default: the loop's exception handler); ``observer`` receives every transition as a
+    trace event. Works run on the loop the queue was made on (the running loop, unless
+    ``loop`` is given); submissions from other threads wait for the loop's verdict.
+    """
+
+    __slots__ = ("_core", "_idle_waiters", "_rt")
+
+    def __init__(
+        self,
+        policy: ZLinkExecutionLanePolicy | None = None,
+        *,
+        name: str = "queue",
+        clock: ZLinkClock | None = None,
+        loop: asyncio.AbstractEventLoop | None = None,
+        error_hook: ErrorHook | None = None,
+        observer: Observer | None = None,
+        yield_allowed: bool = True,
+        runtime: QueueRuntime | None = None,
+        config: QueueConfig | None = None,
+    ) -> None:
+        if policy is None:
+            policy = config.policy if config is not None else ZLinkExecutionLanePolicy()
+        if not isinstance(policy, ZLinkExecutionLanePolicy):
+            raise TypeError(f"policy must be a ZLinkExecutionLanePolicy, got {policy!r}")
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"name must be a non-empty string, got {name!r}")
+        rt = runtime if runtime is not None else QueueRuntime(
+            clock=clock, loop=loop, error_hook=error_hook
+        )
+        if config is None:
+            config = QueueConfig(
+                policy, units_per_ms=rt.clock.units_per_ms,
+                yield_allowed=yield_allowed, observer=observer,
+            )
+        self._rt = rt
+        self._core = QueueCore(config, name)
+        self._idle_waiters: list[asyncio.Future[None]] | None = None
+
+    @property
+    def name(self) -> str:
+        """The queue's name, as it appears in traces and errors."""
+        return self._core.name
+
+    @property
+    def policy(self) -> ZLinkExecutionLanePolicy:
+        """The injected limits (SE-6.1)."""
+        return self._core.config.policy
+
+    @property
+    def clock(self) -> ZLinkClock:
+        """The clock read between works."""
+        return self._rt.clock
+
+    # ------------------------------------------------------------- submission
+    def enqueue(self, work: Work) -> ZLinkWorkHandle[Any]:
+        """Submit application work reserving ``fixed_work_byte_cost`` (SE-6.2)."""
+        # The hot path of _submit, written out: one call fewer per submission.
+        rt = self._rt
+        if get_ident() != rt.thread_id or not callable(work):
+            return self._submit(work, APPLICATION_LANE, 0, False)
+        rec: ZLinkWorkHandle[Any] = ZLinkWorkHandle(self, work)
+        if self._core.admit(rec):
+            rt.loop.call_soon(self._drain)
+        return rec
+
+    def enqueue_with_payload_bytes(self, work: Work, payload_bytes: int) -> ZLinkWorkHandle[Any]:
+        """Submit application work reserving its payload plus the fixed cost (SE-6.2)."""
+        return self._submit(work, APPLICATION_LANE, _check_bytes(payload_bytes), False)
+
+    def enqueue_lifecycle(self, work: Work) -> ZLinkWorkHandle[Any]:
+        """Submit lifecycle work: it overtakes waiting application work, within the
+        lifecycle burst limit (SE-6.2, SE-6.1)."""
+        return self._submit(work, LIFECYCLE_LANE, 0, False)
+
+    def enqueue_barrier_next(self, work: Work) -> ZLinkWorkHandle[Any]:
+        """Submit application work that runs right after the current turn, ahead of
+        queued application work; several keep their order (SE-6.2, decision D-4)."""
+        return self._submit(work, APPLICATION_LANE, 0, True)
+
+    def _submit(self, work: Work, lane: int, payload: int, barrier: bool) -> ZLinkWorkHandle[Any]:
+        rt = self._rt
+        if get_ident() != rt.thread_id:
+            return rt.call_on_loop(lambda: self._submit(work, lane, payload, barrier))
+        if not callable(work):
+            raise TypeError(f"work must be a zero-argument callable, got {work!r}")
+        rec: ZLinkWorkHandle[Any] = ZLinkWorkHandle(self, work)
+        if self._core.admit(rec, lane, payload, barrier):
+            rt.loop.call_soon(self._drain)
+        return rec
+
+    def _transfer(self, work: Work, gates: tuple[object, ...]) -> ZLinkWorkHandle[Any]:
+        """Place an execution turn of already-accepted work (SpotWide, SE-4.5). Called
+        on the loop thread by the coordinator."""
+        rec: ZLinkWorkHandle[Any] = ZLinkWorkHandle(self, work)
+        rec.gates = gates
+        if self._core.transfer(rec):
+            self._rt.loop.call_soon(self._drain)
+        return rec
+
+    # ------------------------------------------------------------------ state
+    def is_current(self) -> bool:
+        """True when the caller is work holding this queue's turn (SE-6.2)."""
+        cur = self._core.current
+        if cur is None or threading.get_ident() != self._rt.thread_id:
+            return False
+        return _holder() is cur
+
+    async def await_quiescence(self) -> None:
+        """Return once every accepted work has ended (queued, running and suspended
+        ones included)."""
+        if self._core.is_idle():
+            return
+        fut = self._rt.loop.create_future()
+        if self._idle_waiters is None:
+            self._idle_waiters = []
+        self._idle_waiters.append(fut)
+        await fut
+
+    def close(self) -> None:
+        """Accept no new work; finish what was accepted (SE-6.2). Idempotent."""
+        if not self._rt.on_loop_thread():
+            self._rt.call_on_loop(self.close)
+            return
+        self._core.close()
+
+    @property
+    def closed(self) -> bool:
+        """Whether ``close`` was called."""
+        return self._core.closed
+
+    def statistics(self) -> QueueStatistics:
+        """Counts and flags right now (read it on the loop thread)."""
+        return QueueStatistics(self._core)
+
+    def __repr__(self) -> str:
+        core = self._core
+        state = "closed" if core.closed else "open"
+        busy = "draining" if core.draining else ("scheduled" if core.drain_scheduled else "idle")
+        return (
+            f"<ZLinkSerialExecutionQueue {core.name!r} {state} {busy} "
+            f"app={core.app_count}/{core.app_bytes}B life={core.life_count}/{core.life_bytes}B>"
+        )
+
+    # ------------------------------------------------------------------ drain
+    def _drain(self) -> None:
+        self._core.enter_drain(self._rt.now())
+        self._continue()
+
+    def _continue(self) -> None:
+        nxt = self._run_turns(None, COMPLETED, None)
+        if nxt is not None:
+            self._rt.loop.create_task(self._drive(*nxt))
+
+    def _run_turns(
+        self, prev: ZLinkWorkHandle[Any] | None, outcome: int, value: Any
+    ) -> tuple[ZLinkWorkHandle[Any], Awaitable[Any]] | None:
+        """Hold the drain role: end ``prev``'s turn, then run synchronous works until the
+        drain leaves, a resumed work takes the turn, or a work returns an awaitable
+        (returned, for the caller to await on a task)."""
+        global _sync_current
+        core = self._core
+        now = self._rt.now
+        next_step = core.next_step
+        while True:
+            rec: ZLinkWorkHandle[Any] | None = next_step(now(), prev, outcome)  # type: ignore[assignment]
+            if prev is not None:
+                # Settle after the reservation is released (inside next_step), so a
+                # waiter woken by it sees the room.
+                if outcome == COMPLETED and prev._aux is None:
+                    prev._outcome = COMPLETED
+                    prev._value = value
+                    prev._work = None
+                    if self._idle_waiters is not None:
+                        self._wake_idle()
+                else:
+                    self._ended(prev, outcome, value)
+            if rec is None:
+                if core.drain_scheduled:
+                    # end_slice with work left scheduled the next slice: post it, so
+                    # other owners' ready drains run first (SE-6.4).
+                    self._rt.loop.call_soon(self._drain)
+                return None
+            if rec.resumes:
+                # A resume permit: the suspended work continues on its own task.
+                permit = cast("asyncio.Future[None]", rec._extra().permit)
+                rec._extra().permit = None
+                permit.set_result(None)
+                return None
+            _sync_current = rec
+            try:
+                result = rec._work()  # type: ignore[misc]
+            except BaseException as exc:
+                _sync_current = None
+                if not isinstance(exc, Exception):
+                    # The loop is being torn down: end this turn, keep the drain
+                    # role alive on a posted callback, and let the exception through.
+                    core.finish(rec, FAILED)
+                    self._ended(rec, FAILED, exc)
+                    self._rt.loop.call_soon(self._continue)
+                    raise
+                prev, outcome, value = rec, FAILED, exc
+                continue
+            _sync_current = None
+            if result is None or not (
+                type(result) is CoroutineType or hasattr(result, "__await__")
+            ):
+                prev, outcome, value = rec, COMPLETED, result
+                continue
+            return rec, result
+
+    async def _drive(self, rec: ZLinkWorkHandle[Any], aw: Awaitable[Any]) -> None:
+        task = asyncio.current_task()
+        while True:
+            rec._task = task
+            _async_current.set(rec)
+            outcome = COMPLETED
+            try:
+                value = await aw
+            except asyncio.CancelledError as exc:
+                outcome, value = CANCELLED, exc
+                if task is not None and task.cancelling():
+                    task.uncancel()
+            except BaseException as exc:
+                outcome, value = FAILED, exc
+                if not isinstance(exc, Exception):
+                    self._core.finish(rec, FAILED)
+                    self._ended(rec, FAILED, exc)
+                    self._rt.loop.call_soon(self._continue)
+                    raise
+            nxt = self._run_turns(rec, outcome, value)
+            if nxt is None:
+                return
+            rec, aw = nxt
+
+    async def _yield(self, rec: ZLinkWorkHandle[Any], awaitable: Awaitable[T]) -> T:
+        fut = asyncio.ensure_future(awaitable)
+        if fut.done():
+            return fut.result()
+        rt = self._rt
+        self._core.yield_turn(rec)
+        rt.loop.call_soon(self._continue)  # the drain role moves on without this work
+        cancel: asyncio.CancelledError | None = None
+        error: BaseException | None = None
+        result: Any = None
+        try:
+            result = await fut
+        except asyncio.CancelledError as exc:
+            cancel = exc
+        except BaseException as exc:
+            error = exc
+        # Queue again, whatever happened: the work's code continues only on its turn.
+        permit: asyncio.Future[None] = rt.loop.create_future()
+        rec._extra().permit = permit
+        if self._core.requeue(rec):
+            rt.loop.call_soon(self._drain)
+        while not permit.done():
+            try:
+                await asyncio.shield(permit)
+            except asyncio.CancelledError as exc:
+                cancel = cancel or exc
+        if cancel is not None:
+            raise cancel
+        if error is not None:
+            raise error
+        return cast(T, result)
+
+    def _ended(self, rec: ZLinkWorkHandle[Any], outcome: int, value: Any) -> None:
+        rec._settle(outcome, value)
+        if outcome == FAILED and not isinstance(value, asyncio.CancelledError):
+            self._report(rec, cast(BaseException, value))
+        if self._idle_waiters is not None:
+            self._wake_idle()
+
+    def _wake_idle(self) -> None:
+        if self._core.is_idle() and self._idle_waiters is not None:
+            waiters, self._idle_waiters = self._idle_waiters, None
+            for fut in waiters:
+                if not fut.done():
+                    fut.set_result(None)
+
+    def _report(self, rec: ZLinkWorkHandle[Any], exc: BaseException) -> None:
+        hook = self._rt.error_hook
+        if hook is None:
+            self._rt.loop.call_exception_handler(
+                {"message": f"work failed on {self.name}", "exception": exc, "handle": rec}
+            )
+            return
+        try:
+            hook(exc, rec)
+        except Exception as hook_exc:  # a broken hook must not stop the drain
+            self._rt.loop.call_exception_handler(
+                {"message": f"error hook of {self.name} raised", "exception": hook_exc}
+            )
+
+
+def _check_bytes(payload_bytes: int) -> int:
+    if isinstance(payload_bytes, bool) or not isinstance(payload_bytes, int):
+        raise TypeError(f"payload_bytes must be an integer, got {payload_bytes!r}")
+    if payload_bytes < 0:
+        raise ValueError(f"payload_bytes must be >= 0, got {payload_bytes} (SE-6.2)")
+    return payload_bytes

@@ -1,0 +1,1 @@
+"""The ``zlink`` command line."""

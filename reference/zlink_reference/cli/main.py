@@ -1,0 +1,55 @@
+"""``zlink``: the project's command line. Each subcommand lives in its own module and
+registers itself in ``COMMANDS``; ``zlink --help`` lists them."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+
+from . import verify
+
+Command = tuple[str, Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]
+
+COMMANDS: list[Command] = [
+    ("verify", verify.configure, verify.run),
+]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full parser, one subparser per command."""
+    parser = argparse.ArgumentParser(
+        prog="zlink",
+        description=(
+            "Reference runtime, models and conformance kit for ZLink serial executors. "
+            "`zlink verify` is the main job: it runs every check and prints one summary."
+        ),
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, configure, handler in COMMANDS:
+        doc = (handler.__doc__ or "").strip().splitlines()
+        p = sub.add_parser(name, help=doc[0] if doc else name, description=handler.__doc__,
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
+        configure(p)
+        p.set_defaults(handler=handler)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``zlink`` console script."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handler = getattr(args, "handler", None)
+    if handler is None:
+        parser.print_help()
+        return 2
+    try:
+        code: int = handler(args)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

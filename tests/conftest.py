@@ -1,0 +1,40 @@
+"""Test configuration: async tests run on a fresh event loop each, and a mutant from the
+catalogue (tests/mutants.py) can be switched on for a whole run with ZLINK_MUTANT=name,
+which is how the mutant tests show that the suite catches each deliberate bug."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+import mutants
+
+_MUTANT = os.environ.get("ZLINK_MUTANT")
+# Async tests never sleep, so a test still running after this is hung, not slow.
+_TIMEOUT = float(os.environ.get("ZLINK_TEST_TIMEOUT", "60"))
+if _MUTANT:
+    mutants.apply(_MUTANT)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
+    """Run ``async def`` tests with asyncio.run (no plugin needed)."""
+    fn = pyfuncitem.obj
+    if not inspect.iscoroutinefunction(fn):
+        return None
+    names = pyfuncitem._fixtureinfo.argnames
+    kwargs: dict[str, Any] = {name: pyfuncitem.funcargs[name] for name in names}
+    asyncio.run(asyncio.wait_for(fn(**kwargs), timeout=_TIMEOUT))
+    return True
+
+
+def pytest_report_header() -> str:
+    return f"zlink mutant: {_MUTANT}" if _MUTANT else "zlink mutant: none"
