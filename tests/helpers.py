@@ -57,3 +57,38 @@ class Rig:
 
 def policy(**kw: Any) -> ZLinkExecutionLanePolicy:
     return ZLinkExecutionLanePolicy(**kw)
+
+
+class Timeline:
+    """Start and end marks of named works, to show overlap or order without clocks."""
+
+    def __init__(self) -> None:
+        self.marks: list[tuple[str, str]] = []
+
+    def sync(self, name: str) -> Callable[[], None]:
+        def work() -> None:
+            self.marks.append(("start", name))
+            self.marks.append(("end", name))
+        return work
+
+    def gated(self, name: str, gate: Gate) -> Callable[[], Any]:
+        async def work() -> None:
+            self.marks.append(("start", name))
+            await gate.wait()
+            self.marks.append(("end", name))
+        return work
+
+    def started(self) -> list[str]:
+        return [n for k, n in self.marks if k == "start"]
+
+    def ended(self) -> list[str]:
+        return [n for k, n in self.marks if k == "end"]
+
+    def overlap(self, a: str, b: str) -> bool:
+        """Both were in progress at one moment."""
+        idx = {m: i for i, m in enumerate(self.marks)}
+        sa, ea = idx.get(("start", a)), idx.get(("end", a), len(self.marks))
+        sb, eb = idx.get(("start", b)), idx.get(("end", b), len(self.marks))
+        if sa is None or sb is None:
+            return False
+        return sa < eb and sb < ea

@@ -232,3 +232,164 @@ def _time_budget_ignored() -> None:
         self.budget = float("inf")
 
     core_queue.QueueConfig.__init__ = patched_init  # type: ignore[method-assign]
+
+
+# ---------------------------------------------------------------------- coordinators
+def _spot_module() -> Any:
+    from zlink_reference.coordinators import spot
+
+    return spot
+
+
+@mutant("spotwide_releases_claim_on_yield", "SE-4.6", "YieldedActorKeepsClaim",
+        "a SpotWide Actor queue lets its turn go as soon as the execution turn is placed")
+def _spotwide_releases_claim_on_yield() -> None:
+    spot = _spot_module()
+
+    class NoClaim:
+        __slots__ = ("_handle",)
+
+        def __init__(self, handle: Any) -> None:
+            self._handle = handle
+
+        def __await__(self) -> Any:
+            # Bug: wait only until the turn starts running, not until it ends.
+            handle = self._handle
+            while handle.phase == core_queue.QUEUED and not handle.done():
+                yield from __import__("asyncio").sleep(0).__await__()
+            if handle.done():
+                return handle.result()
+            return None
+
+    spot._Completion = NoClaim
+
+
+@mutant("payload_reserved_twice", "SE-5.3", "PayloadReservedOnce",
+        "the SpotWide execution turn reserves the payload again on the Spot queue")
+def _payload_reserved_twice() -> None:
+    original = QueueCore.transfer
+
+    def patched(self: QueueCore, rec: WorkRecord) -> bool:
+        from zlink_reference._shell import queue as shell_queue
+
+        # the Actor queue's record whose turn is placing this execution turn
+        holder = shell_queue._sync_current
+        payload = holder.nbytes - self.config.fixed_reservation if holder is not None else 0
+        wake = original(self, rec)
+        rec.nbytes += payload
+        self.app_bytes += payload
+        return wake
+
+    QueueCore.transfer = patched  # type: ignore[method-assign]
+
+
+@mutant("per_actor_shares_spot_queue", "SE-4.2", "NoOverlap",
+        "PerActor Actor work runs on the Spot queue instead of its own Actor queue")
+def _per_actor_shares_spot_queue() -> None:
+    spot = _spot_module()
+    original = spot.ZLinkSpotSerialExecutor._actor_queue
+
+    def patched(self: Any, actor_id: str) -> Any:
+        original(self, actor_id)
+        return self._spot
+
+    spot.ZLinkSpotSerialExecutor._actor_queue = patched
+
+
+@mutant("spot_wide_skips_spot_gate", "SE-4.3", "OneTurnHoldsSpotGate",
+        "SpotWide Actor work runs on its Actor queue without taking the Spot gate")
+def _spot_wide_skips_spot_gate() -> None:
+    spot = _spot_module()
+    original = spot.ZLinkSpotSerialExecutor.execute_actor
+
+    def patched(self: Any, actor_id: str, work: Any, payload_bytes: int = 0) -> Any:
+        wide, self._wide = self._wide, False
+        try:
+            return original(self, actor_id, work, payload_bytes)
+        finally:
+            self._wide = wide
+
+    spot.ZLinkSpotSerialExecutor.execute_actor = patched
+
+
+@mutant("timers_share_one_queue", "SE-4.2", "NoOverlap",
+        "PerActor timers of every name share one queue")
+def _timers_share_one_queue() -> None:
+    spot = _spot_module()
+    original = spot.ZLinkSpotSerialExecutor._timer_queue
+
+    def patched(self: Any, timer_name: str) -> Any:
+        return original(self, "shared")
+
+    spot.ZLinkSpotSerialExecutor._timer_queue = patched
+
+
+@mutant("actors_share_one_mailbox", "SE-10.6", "CapacityRespected",
+        "every Actor of a Spot shares one Actor queue (one mailbox limit for all)")
+def _actors_share_one_mailbox() -> None:
+    spot = _spot_module()
+    original = spot.ZLinkSpotSerialExecutor._actor_queue
+
+    def patched(self: Any, actor_id: str) -> Any:
+        return original(self, "shared")
+
+    spot.ZLinkSpotSerialExecutor._actor_queue = patched
+
+
+@mutant("actor_queue_ignores_payload", "SE-5.3", "PayloadReservedOnce",
+        "the Actor queue reserves only the fixed cost, whatever the payload")
+def _actor_queue_ignores_payload() -> None:
+    from zlink_reference._shell.queue import ZLinkSerialExecutionQueue
+
+    original = ZLinkSerialExecutionQueue.enqueue_with_payload_bytes
+
+    def patched(self: Any, work: Any, payload_bytes: int) -> Any:
+        return original(self, work, 0)
+
+    ZLinkSerialExecutionQueue.enqueue_with_payload_bytes = patched  # type: ignore[method-assign]
+
+
+@mutant("snapshot_reads_live_state", "SE-7.2", "SnapshotConsistent",
+        "a message reads its Actor's registration live, value by value")
+def _snapshot_reads_live_state() -> None:
+    from zlink_reference.coordinators import snapshot
+
+    class Live:
+        def __init__(self, read: Any) -> None:
+            self._read = read
+
+        def __getitem__(self, key: str) -> Any:
+            return self._read()[key]
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self._read(), name)
+
+    original = snapshot.with_snapshot
+
+    def patched(read: Any, work: Any) -> Any:
+        return original(lambda: Live(read), work)
+
+    snapshot.with_snapshot = patched
+    spot = _spot_module()
+    spot.with_snapshot = patched
+    from zlink_reference.coordinators import actor
+
+    actor.with_snapshot = patched
+
+
+@mutant("reentrancy_check_off", "SE-8.2", "NoSelfWait",
+        "waiting on work of the same coordinator is not detected")
+def _reentrancy_check_off() -> None:
+    from zlink_reference._shell import queue as shell_queue
+
+    def never(target: Any, *, held_turn: bool) -> None:
+        return None
+
+    shell_queue._check_reentrancy = never
+
+
+@mutant("queue_exposed", "SE-3.1", "NoQueueChoice",
+        "the Spot coordinator exposes its Spot queue as a public attribute")
+def _queue_exposed() -> None:
+    spot = _spot_module()
+    spot.ZLinkSpotSerialExecutor.spot_queue = property(lambda self: self._spot)

@@ -30,11 +30,13 @@ KILLER = {
 }
 
 
-def run_with(mutant: str) -> tuple[int, list[str]]:
+def run_with(mutant: str, paths: list[str] | None = None) -> tuple[int, list[str]]:
+    """Run pytest over ``paths`` (default: the queue's unit tests) with a mutant on;
+    returns the exit code and the failing tests."""
     env = dict(os.environ, ZLINK_MUTANT=mutant, ZLINK_TEST_TIMEOUT="5")
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "tests/core", "tests/shell", "-q", "-rf", "--tb=no",
-         "-p", "no:cacheprovider"],
+        [sys.executable, "-m", "pytest", *(paths or ["tests/core", "tests/shell"]),
+         "-q", "-rf", "--tb=no", "-p", "no:cacheprovider"],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
     )
     failed = re.findall(r"^FAILED (\S+)", proc.stdout, re.M)

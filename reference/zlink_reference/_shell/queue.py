@@ -44,6 +44,7 @@ from .._core.queue import (
     FAILED,
     OUTCOME_NAMES,
     PHASE_NAMES,
+    QUEUED,
     RUNNING,
     Observer,
     QueueConfig,
@@ -88,9 +89,10 @@ get_ident = threading.get_ident
 class _HandleAux:
     """The parts of a handle most works never need, allocated on first use."""
 
-    __slots__ = ("callbacks", "fut", "gates", "label", "permit")
+    __slots__ = ("callbacks", "fut", "gates", "label", "permit", "quiet")
 
     def __init__(self) -> None:
+        self.quiet = False
         self.fut: asyncio.Future[None] | None = None
         self.callbacks: list[Callable[[Any], None]] | None = None
         self.permit: asyncio.Future[None] | None = None
@@ -148,6 +150,11 @@ class ZLinkWorkHandle(WorkRecord, Generic[T]):
     def label(self, value: str) -> None:
         self._extra().label = value
 
+    def _quiet(self) -> None:
+        """Do not report this work's failure to the error hook: the queue that ran the
+        failing code already did (a SpotWide Actor queue's record)."""
+        self._extra().quiet = True
+
     @property
     def queue(self) -> ZLinkSerialExecutionQueue:
         """The queue this work was accepted by."""
@@ -199,6 +206,17 @@ class ZLinkWorkHandle(WorkRecord, Generic[T]):
     def __await__(self) -> Generator[Any, None, T]:
         if self._outcome == PENDING:
             _check_reentrancy(self, held_turn=True)
+            aux = self._extra()
+            fut = aux.fut
+            if fut is None or fut.done():
+                fut = aux.fut = self._queue._rt.loop.create_future()
+            yield from fut.__await__()
+        return self.result()
+
+    def _completion(self) -> Generator[Any, None, T]:
+        """Wait for the outcome without the reentrancy check: for the one waiter that
+        holds a claim this work is known to need, a SpotWide Actor queue's turn."""
+        if self._outcome == PENDING:
             aux = self._extra()
             fut = aux.fut
             if fut is None or fut.done():
@@ -486,6 +504,40 @@ class ZLinkSerialExecutionQueue:
             self._rt.loop.call_soon(self._drain)
         return rec
 
+    def _take_queued(self) -> list[tuple[ZLinkWorkHandle[Any], Work]]:
+        """Take every never-started work out of the lines, in line order; their handles
+        report cancellation. Returns each record with the caller's original work."""
+        core = self._core
+        taken = []
+        for source in (Source.BARRIER, Source.LIFECYCLE, Source.APPLICATION):
+            for rec in core.line(source):
+                if rec.phase == QUEUED:
+                    taken.append(cast("ZLinkWorkHandle[Any]", rec))
+        out = []
+        for rec in taken:
+            work = rec._work
+            core.cancel(rec)
+            self._ended(rec, CANCELLED, asyncio.CancelledError("taken out of the queue"))
+            out.append((rec, cast("Work", getattr(work, "__wrapped__", work))))
+        return out
+
+    def _when_idle(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` (on the loop) once no accepted work is left; at once if
+        none is."""
+        if self._core.is_idle():
+            callback()
+            return
+        fut: asyncio.Future[None] = self._rt.loop.create_future()
+        fut.add_done_callback(lambda _f: callback())
+        if self._idle_waiters is None:
+            self._idle_waiters = []
+        self._idle_waiters.append(fut)
+
+    def _admit_record(self, rec: ZLinkWorkHandle[Any], lane: int, payload: int) -> None:
+        """Admit a handle made earlier (a session's final work)."""
+        if self._core.admit(rec, lane, payload):
+            self._rt.loop.call_soon(self._drain)
+
     # ------------------------------------------------------------------ state
     def is_current(self) -> bool:
         """True when the caller is work holding this queue's turn (SE-6.2)."""
@@ -559,7 +611,8 @@ class ZLinkSerialExecutionQueue:
                     prev._outcome = COMPLETED
                     prev._value = value
                     prev._work = None
-                    if self._idle_waiters is not None:
+                    if self._idle_waiters is not None and not core.app_count \
+                            and not core.life_count:
                         self._wake_idle()
                 else:
                     self._ended(prev, outcome, value)
@@ -581,11 +634,9 @@ class ZLinkSerialExecutionQueue:
             except BaseException as exc:
                 _sync_current = None
                 if not isinstance(exc, Exception):
-                    # The loop is being torn down: end this turn, keep the drain
+                    # The process is being torn down: end this turn, keep the drain
                     # role alive on a posted callback, and let the exception through.
-                    core.finish(rec, FAILED)
-                    self._ended(rec, FAILED, exc)
-                    self._rt.loop.call_soon(self._continue)
+                    self._hand_off(rec, FAILED, exc)
                     raise
                 prev, outcome, value = rec, FAILED, exc
                 continue
@@ -606,20 +657,30 @@ class ZLinkSerialExecutionQueue:
             try:
                 value = await aw
             except asyncio.CancelledError as exc:
-                outcome, value = CANCELLED, exc
                 if task is not None and task.cancelling():
-                    task.uncancel()
+                    # This task was cancelled (disposal, loop shutdown): end the work
+                    # and let the task end too; the drain goes on in a new callback.
+                    self._hand_off(rec, CANCELLED, exc)
+                    raise
+                outcome, value = CANCELLED, exc  # the work raised it itself
+            except GeneratorExit:
+                raise  # the loop is being destroyed: touch nothing
             except BaseException as exc:
                 outcome, value = FAILED, exc
                 if not isinstance(exc, Exception):
-                    self._core.finish(rec, FAILED)
-                    self._ended(rec, FAILED, exc)
-                    self._rt.loop.call_soon(self._continue)
+                    self._hand_off(rec, FAILED, exc)
                     raise
             nxt = self._run_turns(rec, outcome, value)
             if nxt is None:
                 return
             rec, aw = nxt
+
+    def _hand_off(self, rec: ZLinkWorkHandle[Any], outcome: int, value: Any) -> None:
+        """End ``rec``'s turn outside the drain loop and pass the drain role to a posted
+        callback (the code holding it is about to stop)."""
+        self._core.finish(rec, outcome)
+        self._ended(rec, outcome, value)
+        self._rt.loop.call_soon(self._continue)
 
     async def _yield(self, rec: ZLinkWorkHandle[Any], awaitable: Awaitable[T]) -> T:
         fut = asyncio.ensure_future(awaitable)
@@ -655,7 +716,7 @@ class ZLinkSerialExecutionQueue:
 
     def _ended(self, rec: ZLinkWorkHandle[Any], outcome: int, value: Any) -> None:
         rec._settle(outcome, value)
-        if outcome == FAILED and not isinstance(value, asyncio.CancelledError):
+        if outcome == FAILED and not (rec._aux is not None and rec._aux.quiet):
             self._report(rec, cast(BaseException, value))
         if self._idle_waiters is not None:
             self._wake_idle()

@@ -1,0 +1,121 @@
+"""What the three coordinators share: one runtime (loop, clock, error hook), a state
+lane, the closed flag, argument checks, and waiting for quiescence over every queue the
+coordinator ever made."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from .._core.errors import ZLinkClosedError
+from .._core.policy import ZLinkExecutionLanePolicy
+from .._core.queue import Observer, QueueConfig
+from .._shell.clock import ZLinkClock
+from .._shell.queue import (
+    ErrorHook,
+    QueueRuntime,
+    Work,
+    ZLinkSerialExecutionQueue,
+)
+from .lane import ZLinkStateLane
+
+__all__ = ["Coordinator", "check_id", "check_payload", "check_work"]
+
+
+def check_id(kind: str, value: object) -> str:
+    """Actor ids and timer names are non-empty strings."""
+    if not isinstance(value, str):
+        raise TypeError(f"{kind} must be a string, got {value!r}")
+    if not value:
+        raise ValueError(f"{kind} must not be empty")
+    return value
+
+
+def check_payload(payload_bytes: object) -> int:
+    """Payload sizes are non-negative integers (SE-6.2)."""
+    if isinstance(payload_bytes, bool) or not isinstance(payload_bytes, int):
+        raise TypeError(f"payload_bytes must be an integer, got {payload_bytes!r}")
+    if payload_bytes < 0:
+        raise ValueError(f"payload_bytes must be >= 0, got {payload_bytes} (SE-6.2)")
+    return payload_bytes
+
+
+def check_work(work: object) -> Work:
+    """A work is a zero-argument callable."""
+    if not callable(work):
+        raise TypeError(f"work must be a zero-argument callable, got {work!r}")
+    return work
+
+
+class Coordinator:
+    """Base of the Spot, Actor and Session coordinators. Not a public surface: callers
+    use the ``execute_*`` entries of the subclasses (SE-3)."""
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        clock: ZLinkClock | None,
+        loop: asyncio.AbstractEventLoop | None,
+        error_hook: ErrorHook | None,
+        observer: Observer | None,
+    ) -> None:
+        self._name = name
+        self._rt = QueueRuntime(clock=clock, loop=loop, error_hook=error_hook)
+        self._observer = observer
+        self._lane = ZLinkStateLane(name, self._rt)
+        self._closed = False
+        # Queues made by this coordinator that may still hold accepted work. Kept so
+        # close and quiescence reach every one, including queues dropped from a map.
+        self._made: list[ZLinkSerialExecutionQueue] = []
+
+    @property
+    def name(self) -> str:
+        """The coordinator's name; its queues' names start with it."""
+        return self._name
+
+    @property
+    def closed(self) -> bool:
+        """Whether the coordinator was closed (or removed)."""
+        return self._closed
+
+    def _config(self, policy: ZLinkExecutionLanePolicy | None, *, yield_allowed: bool = True
+                ) -> QueueConfig:
+        policy = policy if policy is not None else ZLinkExecutionLanePolicy()
+        if not isinstance(policy, ZLinkExecutionLanePolicy):
+            raise TypeError(f"policy must be a ZLinkExecutionLanePolicy, got {policy!r}")
+        return QueueConfig(policy, units_per_ms=self._rt.clock.units_per_ms,
+                           yield_allowed=yield_allowed, observer=self._observer)
+
+    def _make_queue(self, name: str, config: QueueConfig) -> ZLinkSerialExecutionQueue:
+        q = ZLinkSerialExecutionQueue(name=name, runtime=self._rt, config=config)
+        self._made.append(q)
+        return q
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ZLinkClosedError(self._name)
+
+    def _close_queues(self) -> None:
+        """One lane turn: mark closed and close every queue (SE-2.4)."""
+        self._closed = True
+        for q in self._made:
+            q.close()
+
+    async def await_quiescence(self) -> None:
+        """Return once every work accepted by any of this coordinator's queues ended."""
+        while True:
+            busy = [q for q in self._made if not q._core.is_idle()]
+            if not busy:
+                return
+            for q in busy:
+                await q.await_quiescence()
+
+    def _forget_idle_closed(self) -> None:
+        self._made = [q for q in self._made if not (q.closed and q._core.is_idle())]
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self._name!r}{' closed' if self._closed else ''}>"
+
+    def _describe(self) -> dict[str, Any]:
+        return {"name": self._name, "closed": self._closed, "queues": len(self._made)}

@@ -1,0 +1,87 @@
+"""``ZLinkSessionSerialExecutor``: one per STREAM session; exactly one queue (SE-2.3).
+
+Lanes (decision D-12, specs/decisions.md): packets for the session callback
+(``execute_application``) use the application lane and reserve their payload; session
+control commands (``execute_control``) and connection-state updates
+(``execute_infrastructure``) use the lifecycle lane, so they overtake a backlog of
+packets, in the order they were submitted among themselves. ``execute_final`` closes
+the session to new work and runs its work after every work accepted before it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from .._core.policy import ZLinkExecutionLanePolicy
+from .._core.queue import Observer
+from .._core.rules import APPLICATION_LANE
+from .._shell.clock import ZLinkClock
+from .._shell.queue import ErrorHook, QueueStatistics, Work, ZLinkWorkHandle
+from ._base import Coordinator, check_id, check_payload, check_work
+
+__all__ = ["ZLinkSessionSerialExecutor"]
+
+
+class ZLinkSessionSerialExecutor(Coordinator):
+    """The serial executor of one STREAM session."""
+
+    def __init__(
+        self,
+        session_id: str,
+        *,
+        policy: ZLinkExecutionLanePolicy | None = None,
+        clock: ZLinkClock | None = None,
+        loop: asyncio.AbstractEventLoop | None = None,
+        error_hook: ErrorHook | None = None,
+        observer: Observer | None = None,
+    ) -> None:
+        check_id("session_id", session_id)
+        super().__init__(f"session:{session_id}", clock=clock, loop=loop,
+                         error_hook=error_hook, observer=observer)
+        self._queue = self._make_queue(self._name, self._config(policy))
+        self._final: ZLinkWorkHandle[Any] | None = None
+
+    def execute_application(self, work: Work, payload_bytes: int = 0) -> ZLinkWorkHandle[Any]:
+        """A packet for the session callback: application lane, payload reserved."""
+        self._check_open()
+        check_work(work)
+        return self._queue.enqueue_with_payload_bytes(work, check_payload(payload_bytes))
+
+    def execute_control(self, work: Work) -> ZLinkWorkHandle[Any]:
+        """A session control command: lifecycle lane (overtakes queued packets)."""
+        self._check_open()
+        return self._queue.enqueue_lifecycle(check_work(work))
+
+    def execute_infrastructure(self, work: Work) -> ZLinkWorkHandle[Any]:
+        """A connection-state update or similar: lifecycle lane, in order with control."""
+        self._check_open()
+        return self._queue.enqueue_lifecycle(check_work(work))
+
+    def execute_final(self, work: Work) -> ZLinkWorkHandle[Any]:
+        """The last work of the session. From this call on the session accepts nothing
+        (later submissions get ``ZLinkClosedError``); the final work is admitted once
+        every work accepted before it has ended, so it runs after all of them, and the
+        queue closes behind it. A second ``execute_final`` is rejected as closed."""
+        self._check_open()
+        check_work(work)
+        queue = self._queue
+        handle: ZLinkWorkHandle[Any] = ZLinkWorkHandle(queue, work)
+        self._final = handle
+        self._closed = True  # the coordinator refuses new work from now on
+
+        def place() -> None:
+            queue._admit_record(handle, APPLICATION_LANE, 0)
+            queue.close()
+
+        queue._when_idle(place)
+        return handle
+
+    def close(self) -> None:
+        """No new work; accepted work (a pending final work included) finishes."""
+        if not self._closed:
+            self._lane.run(self._close_queues)
+
+    def statistics(self) -> QueueStatistics:
+        """The queue's statistics (read on the loop thread)."""
+        return self._queue.statistics()

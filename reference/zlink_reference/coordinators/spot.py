@@ -1,0 +1,287 @@
+"""``ZLinkSpotSerialExecutor``: one per Spot; owns the Spot queue and, in maps owned by
+its state lane, one Actor queue per actor id and one timer queue per timer name (SE-2.2).
+
+Which queue a work goes to is decided here, never by the caller (SE-3.1):
+
+================  ============================  =====================================
+entry             PerActor (User) / Entry       SpotWide (User) / Instance
+================  ============================  =====================================
+execute_spot      Spot queue                    Spot queue
+execute_lifecycle Spot queue, lifecycle lane    Spot queue, lifecycle lane
+execute_actor     that Actor's queue            Actor queue (claim, payload), then one
+                                                execution turn on the Spot queue
+execute_timer     that timer's queue            Spot queue (no timer queue is made)
+================  ============================  =====================================
+
+SpotWide (SE-4.5, SE-4.6, SE-5.3). The Actor queue admits the work and reserves its
+payload. When the work reaches the head of its Actor queue, the Actor queue's turn
+places one execution turn on the Spot queue (a ``transfer``: fixed cost only, never
+refused, decision D-6) and keeps its own turn until that work ends. That held turn is
+the Actor's *claim*: when the work yields it gives back the Spot gate, so other Actors,
+the Spot handler and timers go on, but the same Actor's next record cannot start. The
+queues are never merged, so one Actor's pending work can be taken out on its own
+(``take_actor_pending``, the building block of relocation, SE-4.7).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import enum
+from collections.abc import Awaitable, Generator, Mapping
+from typing import Any
+
+from .._core.policy import ZLinkExecutionLanePolicy
+from .._core.queue import Observer
+from .._shell.clock import ZLinkClock
+from .._shell.queue import (
+    ErrorHook,
+    QueueStatistics,
+    Work,
+    ZLinkSerialExecutionQueue,
+    ZLinkWorkHandle,
+)
+from ._base import Coordinator, check_id, check_payload, check_work
+from .snapshot import ActorRegistry, ActorStateSnapshot, with_snapshot
+
+__all__ = [
+    "ZLinkPendingWork",
+    "ZLinkSpotKind",
+    "ZLinkSpotSerialExecutor",
+    "ZLinkUserSpotExecutionMode",
+]
+
+
+class ZLinkSpotKind(enum.StrEnum):
+    """The kinds of Spot (SE-4.1). Only a User Spot chooses an execution mode."""
+
+    USER = "user"
+    ENTRY = "entry"  # Actor path like PerActor, no Yield
+    INSTANCE = "instance"  # one gate for the whole Spot, like SpotWide
+
+
+class ZLinkUserSpotExecutionMode(enum.StrEnum):
+    """A User Spot's execution mode, fixed at registration (SE-1.2, SE-4)."""
+
+    PER_ACTOR = "per_actor"
+    SPOT_WIDE = "spot_wide"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ZLinkPendingWork:
+    """One never-started work taken out of an Actor queue for relocation (SE-4.7). Its
+    original handle reports cancellation; submit ``work`` with ``payload_bytes`` where
+    the Actor now lives."""
+
+    actor_id: str
+    work: Work
+    payload_bytes: int
+    handle: ZLinkWorkHandle[Any]
+
+
+class _Completion:
+    """Awaitable outcome of a transferred turn, awaited by the Actor queue that holds the
+    claim (exempt from the reentrancy check: this wait is the claim itself)."""
+
+    __slots__ = ("_handle",)
+
+    def __init__(self, handle: ZLinkWorkHandle[Any]) -> None:
+        self._handle = handle
+
+    def __await__(self) -> Generator[Any, None, Any]:
+        return self._handle._completion()
+
+
+class ZLinkSpotSerialExecutor(Coordinator):
+    """The serial executor of one Spot.
+
+    ``policy`` limits the Spot queue, ``actor_policy`` each Actor queue and
+    ``timer_policy`` each timer queue (defaults: the seed's values). ``clock``,
+    ``error_hook`` and ``observer`` are shared by every queue of the Spot.
+    """
+
+    def __init__(
+        self,
+        spot_id: str,
+        *,
+        kind: ZLinkSpotKind = ZLinkSpotKind.USER,
+        mode: ZLinkUserSpotExecutionMode | None = None,
+        policy: ZLinkExecutionLanePolicy | None = None,
+        actor_policy: ZLinkExecutionLanePolicy | None = None,
+        timer_policy: ZLinkExecutionLanePolicy | None = None,
+        clock: ZLinkClock | None = None,
+        loop: asyncio.AbstractEventLoop | None = None,
+        error_hook: ErrorHook | None = None,
+        observer: Observer | None = None,
+    ) -> None:
+        check_id("spot_id", spot_id)
+        kind = ZLinkSpotKind(kind)
+        if kind is ZLinkSpotKind.USER:
+            if mode is None:
+                raise ValueError(
+                    "a User Spot needs its execution mode (PER_ACTOR or SPOT_WIDE), "
+                    "fixed at registration (SE-1.2, SE-4.1)"
+                )
+            mode = ZLinkUserSpotExecutionMode(mode)
+        elif mode is not None:
+            raise ValueError(f"the execution mode is for User Spots only, not {kind} (SE-4.1)")
+        super().__init__(f"spot:{spot_id}", clock=clock, loop=loop, error_hook=error_hook,
+                         observer=observer)
+        self._kind = kind
+        self._mode = mode
+        self._wide = kind is ZLinkSpotKind.INSTANCE or mode is ZLinkUserSpotExecutionMode.SPOT_WIDE
+        yield_allowed = kind is not ZLinkSpotKind.ENTRY
+        self._spot = self._make_queue(self._name, self._config(policy, yield_allowed=yield_allowed))
+        self._actor_config = self._config(actor_policy, yield_allowed=yield_allowed)
+        self._timer_config = self._config(timer_policy, yield_allowed=yield_allowed)
+        # Owned by the state lane (SE-2.4): read and changed only inside lane turns.
+        self._actor_queues: dict[str, ZLinkSerialExecutionQueue] = {}
+        self._timer_queues: dict[str, ZLinkSerialExecutionQueue] = {}
+        self._registry = ActorRegistry()
+
+    # ------------------------------------------------------------ properties
+    @property
+    def kind(self) -> ZLinkSpotKind:
+        """The Spot's kind."""
+        return self._kind
+
+    @property
+    def mode(self) -> ZLinkUserSpotExecutionMode | None:
+        """A User Spot's execution mode (None for Entry and Instance Spots)."""
+        return self._mode
+
+    # ----------------------------------------------------------- entry points
+    def execute_spot(self, work: Work) -> ZLinkWorkHandle[Any]:
+        """Run Spot handler work on the Spot queue."""
+        self._check_open()
+        return self._spot.enqueue(check_work(work))
+
+    def execute_lifecycle(self, work: Work) -> ZLinkWorkHandle[Any]:
+        """Run lifecycle control (join, leave, relocation) on the Spot queue's lifecycle
+        lane: it overtakes waiting application work within the burst limit."""
+        self._check_open()
+        return self._spot.enqueue_lifecycle(check_work(work))
+
+    def execute_actor(
+        self, actor_id: str, work: Work, payload_bytes: int = 0
+    ) -> ZLinkWorkHandle[Any]:
+        """Run one Actor handler work; the queue path follows the Spot's mode (SE-4).
+        The work sees the Actor's state through ``current_snapshot()`` (SE-7)."""
+        self._check_open()
+        check_id("actor_id", actor_id)
+        check_work(work)
+        payload = check_payload(payload_bytes)
+        queue = self._lane.run(lambda: self._actor_queue(actor_id))
+        wrapped = with_snapshot(lambda: self._lane.run(lambda: self._registry.snapshot(actor_id)),
+                                work)
+        if not self._wide:
+            return queue.enqueue_with_payload_bytes(wrapped, payload)
+        spot = self._spot
+        gates = (spot, queue)
+
+        def turn() -> Awaitable[Any]:
+            # On the Actor queue's turn: place the execution turn and keep the claim
+            # until it ends (the Actor queue awaits its completion).
+            return _Completion(spot._transfer(wrapped, gates))
+
+        turn.__wrapped__ = work  # type: ignore[attr-defined]
+        handle = queue.enqueue_with_payload_bytes(turn, payload)
+        handle.gates = (queue, spot)
+        handle._quiet()  # a failure is reported once, by the Spot queue that ran it
+        return handle
+
+    def execute_timer(self, timer_name: str, work: Work) -> ZLinkWorkHandle[Any]:
+        """Run a timer callback: on its own timer queue (PerActor, Entry), or straight
+        on the Spot queue (SpotWide, Instance: no timer queue is made, SE-4.4)."""
+        self._check_open()
+        check_id("timer_name", timer_name)
+        check_work(work)
+        if self._wide:
+            return self._spot.enqueue(work)
+        queue = self._lane.run(lambda: self._timer_queue(timer_name))
+        return queue.enqueue(work)
+
+    # ------------------------------------------------------- lane-owned maps
+    def _actor_queue(self, actor_id: str) -> ZLinkSerialExecutionQueue:
+        q = self._actor_queues.get(actor_id)
+        if q is None:
+            q = self._actor_queues[actor_id] = self._make_queue(
+                f"{self._name}/actor:{actor_id}", self._actor_config
+            )
+        return q
+
+    def _timer_queue(self, timer_name: str) -> ZLinkSerialExecutionQueue:
+        q = self._timer_queues.get(timer_name)
+        if q is None:
+            q = self._timer_queues[timer_name] = self._make_queue(
+                f"{self._name}/timer:{timer_name}", self._timer_config
+            )
+        return q
+
+    # ----------------------------------------------------------- registrations
+    def register_actor(self, actor_id: str, actor_type: str | None = None,
+                       **values: Any) -> None:
+        """Register (or re-register) an Actor with its type and values, in one lane
+        turn. A message already running keeps the snapshot it started with (SE-7.2)."""
+        check_id("actor_id", actor_id)
+        self._lane.run(lambda: self._registry.register(actor_id, actor_type, values))
+
+    def update_actor_registration(self, actor_id: str, **values: Any) -> None:
+        """Change some of an Actor's registered values, all in one lane turn."""
+        check_id("actor_id", actor_id)
+        self._lane.run(lambda: self._registry.update(actor_id, values))
+
+    def unregister_actor(self, actor_id: str) -> None:
+        """Forget an Actor's registration (its queue, if any, stays with the Spot)."""
+        check_id("actor_id", actor_id)
+        self._lane.run(lambda: self._registry.unregister(actor_id))
+
+    def actor_snapshot(self, actor_id: str) -> ActorStateSnapshot:
+        """Read an Actor's state in one lane turn (SE-7.1)."""
+        check_id("actor_id", actor_id)
+        return self._lane.run(lambda: self._registry.snapshot(actor_id))
+
+    # ------------------------------------------------------------ relocation
+    def take_actor_pending(self, actor_id: str) -> list[ZLinkPendingWork]:
+        """Take one Actor's never-started works out of its queue, in order, leaving
+        every other queue untouched (SE-4.7). The work that already holds the Actor's
+        turn (and, in SpotWide, its execution turn on the Spot queue) stays."""
+        check_id("actor_id", actor_id)
+
+        def take() -> list[ZLinkPendingWork]:
+            q = self._actor_queues.get(actor_id)
+            if q is None:
+                return []
+            fixed = q.policy.fixed_work_byte_cost
+            out = []
+            for rec, work in q._take_queued():
+                out.append(ZLinkPendingWork(actor_id, work, rec.nbytes - fixed, rec))
+            return out
+
+        return self._lane.run(take)
+
+    # ------------------------------------------------------------- lifetime
+    def close(self) -> None:
+        """Remove the Spot: no new work on any entry; every queue is closed and the
+        maps are emptied in the same lane turn (SE-2.2, SE-2.4). Accepted work still
+        runs to its end. Idempotent."""
+
+        def close_all() -> None:
+            self._close_queues()
+            self._actor_queues.clear()
+            self._timer_queues.clear()
+
+        if not self._closed:
+            self._lane.run(close_all)
+
+    def statistics(self) -> Mapping[str, QueueStatistics]:
+        """Per-queue statistics, keyed by queue name (read on the loop thread)."""
+        return {q.name: q.statistics() for q in self._made}
+
+    def actor_ids(self) -> list[str]:
+        """Actors that have a queue, in creation order."""
+        return self._lane.run(lambda: list(self._actor_queues))
+
+    def timer_names(self) -> list[str]:
+        """Timers that have a queue, in creation order (always empty in SpotWide)."""
+        return self._lane.run(lambda: list(self._timer_queues))
