@@ -43,6 +43,8 @@ async def async_item() -> None:
 class TaskPerOwner:
     """One asyncio Task per owner, reading an asyncio.Queue (the peer)."""
 
+    __slots__ = ("queue", "task")
+
     def __init__(self) -> None:
         self.queue: asyncio.Queue[Callable[[], Any]] = asyncio.Queue()
         self.task = asyncio.get_running_loop().create_task(self._run())
@@ -69,16 +71,22 @@ class TaskPerOwner:
 _shared: dict[asyncio.AbstractEventLoop, tuple[QueueRuntime, QueueConfig]] = {}
 
 
+def _runtime_and_config() -> tuple[QueueRuntime, QueueConfig]:
+    loop = asyncio.get_running_loop()
+    if loop not in _shared:
+        rt = QueueRuntime()
+        _shared[loop] = (rt, QueueConfig(BIG, units_per_ms=rt.clock.units_per_ms))
+    return _shared[loop]
+
+
 class Ours:
     """ZLinkSerialExecutionQueue; owners share one runtime and one config, as the queues
     of a coordinator do."""
 
+    __slots__ = ("queue",)
+
     def __init__(self) -> None:
-        loop = asyncio.get_running_loop()
-        if loop not in _shared:
-            rt = QueueRuntime()
-            _shared[loop] = (rt, QueueConfig(BIG, units_per_ms=rt.clock.units_per_ms))
-        rt, config = _shared[loop]
+        rt, config = _runtime_and_config()
         self.queue = ZLinkSerialExecutionQueue(runtime=rt, config=config)
 
     def submit(self, item: Callable[[], Any]) -> None:
@@ -130,22 +138,38 @@ async def empty_each_time(make: Callable[[], Owner], owners: int, rounds: int) -
     return dt
 
 
-async def idle_memory(make: Callable[[], Owner], owners: int) -> float:
-    """Bytes per idle owner: owners that each ran one work and are idle again."""
+async def idle_memory(side: str, owners: int) -> float:
+    """Bytes per idle owner: owners that each ran one work and are idle again. Only
+    each side's own structures are counted (no benchmark wrapper objects): ours, a
+    ZLinkSerialExecutionQueue sharing its runtime and config with the others, as a
+    coordinator's queues do; the peer, an asyncio.Queue and the Task reading it."""
     gc.collect()
     tracemalloc.start()
     base = tracemalloc.get_traced_memory()[0]
-    qs = [make() for _ in range(owners)]
-    for q in qs:
-        q.submit(sync_item)
-    for q in qs:
-        await q.quiesce()
+    if side == "ours":
+        rt, config = _runtime_and_config()
+        queues = [ZLinkSerialExecutionQueue(runtime=rt, config=config) for _ in range(owners)]
+        for q in queues:
+            q.enqueue(sync_item)
+        for q in queues:
+            await q.await_quiescence()
+        keep: list[Any] = queues
+    else:
+        peers = [TaskPerOwner() for _ in range(owners)]
+        for p in peers:
+            p.submit(sync_item)
+        for p in peers:
+            await p.quiesce()
+        keep = [(p.queue, p.task) for p in peers]
+        del peers
     await asyncio.sleep(0)
     gc.collect()
     used = tracemalloc.get_traced_memory()[0] - base
     tracemalloc.stop()
-    for q in qs:
-        q.stop()
+    if side != "ours":
+        for _, task in keep:
+            task.cancel()
+    del keep
     await asyncio.sleep(0)
     return used / owners
 
@@ -182,8 +206,8 @@ async def run(args: argparse.Namespace) -> int:
         print(f"{name:32s} ours {mo*1e3:9.1f} ms   peer {mp*1e3:9.1f} ms   ratio {mp/mo:5.2f}x",
               flush=True)
     n_mem = 5_000 if args.quick else 100_000
-    mem_ours = await idle_memory(Ours, n_mem)
-    mem_peer = await idle_memory(TaskPerOwner, n_mem)
+    mem_ours = await idle_memory("ours", n_mem)
+    mem_peer = await idle_memory("peer", n_mem)
     print(f"{'idle owner memory x ' + format(n_mem, ','):32s} ours {mem_ours:9.0f} B    "
           f"peer {mem_peer:9.0f} B    ratio {mem_peer/mem_ours:5.2f}x", flush=True)
     return 0

@@ -5,6 +5,7 @@ mutant breaks must be among the failures."""
 from __future__ import annotations
 
 import pytest
+
 from test_mutants_unit import run_with
 
 # mutant -> the SE-10 test written for the rule it breaks

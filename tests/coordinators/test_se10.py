@@ -9,8 +9,6 @@ import inspect
 from typing import Any
 
 import pytest
-from conftest import unexpected_errors
-from helpers import Gate, Timeline, policy
 
 import zlink_reference
 from zlink_reference import (
@@ -26,6 +24,9 @@ from zlink_reference import (
     yield_framework_call,
 )
 from zlink_reference.testing import TraceRecorder, VirtualClock, run_until_idle
+
+from conftest import unexpected_errors
+from helpers import Gate, Timeline, policy
 
 PER_ACTOR = ZLinkUserSpotExecutionMode.PER_ACTOR
 SPOT_WIDE = ZLinkUserSpotExecutionMode.SPOT_WIDE

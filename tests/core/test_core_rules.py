@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+
 from zlink_reference import ZLinkExecutionLanePolicy, ZLinkProtocolError, ZLinkRejectedError
 from zlink_reference._core.queue import (
     APPLICATION_LANE,

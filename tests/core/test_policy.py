@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+
 from zlink_reference import ZLinkExecutionLanePolicy
 from zlink_reference._core.policy import MIB
 

@@ -8,7 +8,7 @@ import threading
 from typing import Any
 
 import pytest
-from helpers import Gate, Rig, policy
+
 from zlink_reference import (
     RejectReason,
     ZLinkClosedError,
@@ -19,6 +19,8 @@ from zlink_reference import (
     yield_framework_call,
 )
 from zlink_reference.testing import run_until_idle
+
+from helpers import Gate, Rig, policy
 
 # ------------------------------------------------------------------ ordering
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from functools import partial
 from typing import Any
 
 from .._core.policy import ZLinkExecutionLanePolicy
@@ -49,7 +50,7 @@ class ZLinkActorSerialExecutor(Coordinator):
         self._check_open()
         check_work(work)
         payload = check_payload(payload_bytes)
-        wrapped = with_snapshot(self.snapshot, work)
+        wrapped = with_snapshot(partial(self._registry.snapshot, self._actor_id), work)
         return self._queue.enqueue_with_payload_bytes(wrapped, payload)
 
     def execute_lifecycle(self, work: Work) -> ZLinkWorkHandle[Any]:

@@ -5,12 +5,16 @@ A coordinator's queue maps and its registry of Actor registrations belong to its
 not to a lock: closing a coordinator empties the maps and closes every queue in them in
 one lane turn, so no submission can slip a queue into a map that is being emptied
 (chapter 06 class C2). In this single-threaded runtime a lane turn is a synchronous call
-on the event-loop thread; a call from another thread is handed to the loop thread.
+on the event-loop thread; a call from another thread is handed to the loop thread. Every
+change of lane-owned state goes through ``run``; a single read of one lane-owned value on
+the loop thread (a map lookup, a prebuilt snapshot) is already a whole turn, since
+nothing else runs between its start and its end.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from threading import get_ident
 from typing import TypeVar
 
 from .._core.errors import ZLinkReentrancyError
@@ -43,9 +47,10 @@ class ZLinkStateLane:
 
     def run(self, fn: Callable[[], T]) -> T:
         """Run ``fn`` as one turn of this lane and return its result."""
-        if not self._rt.on_loop_thread():
+        if get_ident() != self._rt.thread_id and not self._rt.on_loop_thread():
             return self._rt.call_on_loop(lambda: self.run(fn))
-        self.throw_if_reentrant()
+        if self._depth:
+            raise ZLinkReentrancyError(f"re-entered state lane {self.name} (SE-8.1)")
         self._depth += 1
         try:
             return fn()

@@ -39,35 +39,42 @@ class ActorStateSnapshot:
 
 class ActorRegistry:
     """Actor registrations of one coordinator; owned by its state lane (callers hold a
-    lane turn). Values are copied in and out, so a snapshot never changes."""
+    lane turn). Each change builds the Actor's next frozen snapshot, so reading one for
+    a message is a lookup, and a snapshot already handed out never changes."""
 
-    __slots__ = ("_entries",)
+    __slots__ = ("_snapshots",)
 
     def __init__(self) -> None:
-        self._entries: dict[str, tuple[str | None, dict[str, Any], int]] = {}
+        self._snapshots: dict[str, ActorStateSnapshot] = {}
 
     def register(self, actor_id: str, actor_type: str | None, values: Mapping[str, Any]) -> None:
-        _, _, version = self._entries.get(actor_id, (None, {}, 0))
-        self._entries[actor_id] = (actor_type, dict(values), version + 1)
-
-    def update(self, actor_id: str, values: Mapping[str, Any]) -> None:
-        actor_type, current, version = self._entries.get(actor_id, (None, {}, 0))
-        merged = {**current, **values}
-        self._entries[actor_id] = (actor_type, merged, version + 1)
-
-    def unregister(self, actor_id: str) -> None:
-        self._entries.pop(actor_id, None)
-
-    def snapshot(self, actor_id: str) -> ActorStateSnapshot:
-        entry = self._entries.get(actor_id)
-        if entry is None:
-            return ActorStateSnapshot(actor_id, False, None, types.MappingProxyType({}), 0)
-        actor_type, values, version = entry
-        return ActorStateSnapshot(
+        old = self._snapshots.get(actor_id)
+        version = old.version + 1 if old is not None else 1
+        self._snapshots[actor_id] = ActorStateSnapshot(
             actor_id, True, actor_type, types.MappingProxyType(dict(values)), version
         )
 
+    def update(self, actor_id: str, values: Mapping[str, Any]) -> None:
+        old = self._snapshots.get(actor_id)
+        if old is None:
+            self.register(actor_id, None, values)
+            return
+        merged = {**old.registration, **values}
+        self._snapshots[actor_id] = dataclasses.replace(
+            old, registration=types.MappingProxyType(merged), version=old.version + 1
+        )
 
+    def unregister(self, actor_id: str) -> None:
+        self._snapshots.pop(actor_id, None)
+
+    def snapshot(self, actor_id: str) -> ActorStateSnapshot:
+        snap = self._snapshots.get(actor_id)
+        if snap is None:
+            return ActorStateSnapshot(actor_id, False, None, _EMPTY, 0)
+        return snap
+
+
+_EMPTY: Mapping[str, Any] = types.MappingProxyType({})
 _current: contextvars.ContextVar[ActorStateSnapshot | None] = contextvars.ContextVar(
     "zlink_snapshot", default=None
 )
@@ -78,25 +85,27 @@ def current_snapshot() -> ActorStateSnapshot | None:
     return _current.get()
 
 
-def with_snapshot(read: Callable[[], ActorStateSnapshot], work: Callable[[], Any]) -> Callable[
-    [], Any
-]:
+class with_snapshot:  # noqa: N801 - used like a function
     """Wrap an Actor work: when it starts, read its snapshot in one lane turn (``read``)
-    and make it visible to the work, synchronous or async."""
+    and make it visible to the work, synchronous or async. ``__wrapped__`` is the
+    caller's work (relocation hands it back)."""
 
-    def run() -> Any:
-        snap = read()
+    __slots__ = ("__wrapped__", "_read")
+
+    def __init__(self, read: Callable[[], ActorStateSnapshot], work: Callable[[], Any]) -> None:
+        self._read = read
+        self.__wrapped__ = work
+
+    def __call__(self) -> Any:
+        snap = self._read()
         token = _current.set(snap)
         try:
-            result = work()
+            result = self.__wrapped__()
         finally:
             _current.reset(token)
         if result is not None and hasattr(result, "__await__"):
             return _await_with(snap, result)
         return result
-
-    run.__wrapped__ = work  # type: ignore[attr-defined]
-    return run
 
 
 async def _await_with(snap: ActorStateSnapshot, aw: Awaitable[Any]) -> Any:

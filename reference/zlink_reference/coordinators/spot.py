@@ -29,6 +29,8 @@ import asyncio
 import dataclasses
 import enum
 from collections.abc import Awaitable, Generator, Mapping
+from functools import partial
+from threading import get_ident
 from typing import Any
 
 from .._core.policy import ZLinkExecutionLanePolicy
@@ -167,13 +169,21 @@ class ZLinkSpotSerialExecutor(Coordinator):
     ) -> ZLinkWorkHandle[Any]:
         """Run one Actor handler work; the queue path follows the Spot's mode (SE-4).
         The work sees the Actor's state through ``current_snapshot()`` (SE-7)."""
+        if get_ident() != self._rt.thread_id:
+            return self._rt.call_on_loop(partial(self.execute_actor, actor_id, work,
+                                                 payload_bytes))
         self._check_open()
-        check_id("actor_id", actor_id)
-        check_work(work)
-        payload = check_payload(payload_bytes)
-        queue = self._lane.run(lambda: self._actor_queue(actor_id))
-        wrapped = with_snapshot(lambda: self._lane.run(lambda: self._registry.snapshot(actor_id)),
-                                work)
+        if type(actor_id) is not str or not actor_id:
+            check_id("actor_id", actor_id)
+        if not callable(work):
+            check_work(work)
+        payload = check_payload(payload_bytes) if payload_bytes else 0
+        # On the loop thread a single read of a lane-owned value is a lane turn by
+        # itself; creating a queue changes the map, so it takes a lane turn.
+        queue = self._actor_queues.get(actor_id)
+        if queue is None:
+            queue = self._lane.run(partial(self._actor_queue, actor_id))
+        wrapped = with_snapshot(partial(self._registry.snapshot, actor_id), work)
         if not self._wide:
             return queue.enqueue_with_payload_bytes(wrapped, payload)
         spot = self._spot
@@ -198,7 +208,9 @@ class ZLinkSpotSerialExecutor(Coordinator):
         check_work(work)
         if self._wide:
             return self._spot.enqueue(work)
-        queue = self._lane.run(lambda: self._timer_queue(timer_name))
+        queue = self._timer_queues.get(timer_name) if self._rt.on_loop_thread() else None
+        if queue is None:
+            queue = self._lane.run(partial(self._timer_queue, timer_name))
         return queue.enqueue(work)
 
     # ------------------------------------------------------- lane-owned maps
