@@ -127,7 +127,10 @@ SumReservations(S) ==
     ELSE LET w == CHOOSE x \in S : TRUE
          IN  Reservation(w) + SumReservations(S \ {w})
 
-HasReady == app # << >> \/ life # << >> \/ barrier # << >>
+\* Some item waits in a line. Written as a sum, not a disjunction: TLC explores
+\* each true disjunct of an action's guard as a branch of its own, which would
+\* count one successor several times in "states generated".
+HasReady == Len(app) + Len(life) + Len(barrier) > 0
 
 \* The next work submitter s will submit: the first of its script not yet submitted.
 NextOf(s) ==
@@ -221,7 +224,7 @@ Reject(s) ==
     LET w == NextOf(s) IN
     /\ w # NoWork
     /\ checked[s] = NoWork
-    /\ closed \/ ~Room(w)
+    /\ ~(~closed /\ Room(w))        \* closed, or no room (see HasReady on disjunctions)
     /\ phase' = [phase EXCEPT ![w] = "rejected"]
     /\ UNCHANGED <<core, wid, seq, resumes, model>>
 

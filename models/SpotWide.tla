@@ -59,10 +59,13 @@ CONSTANTS
 
 Items == Records \cup SpotWorks
 NoItem == 0
+SpotQueue == "spot"             \* the Spot queue's name; Actors are the others
+Queues == {SpotQueue} \cup Actors
 Bugs == {"none", "spotwide_releases_claim_on_yield", "payload_reserved_twice"}
 
 ASSUME /\ Items \subseteq Nat \ {0}
        /\ Records \cap SpotWorks = {}
+       /\ SpotQueue \notin Actors
        /\ Owner \in [Records -> Actors]
        /\ Kind \in [SpotWorks -> {"spot", "timer"}]
        /\ Payload \in [Items -> Nat]
@@ -183,7 +186,7 @@ Admit(s) ==
 Reject(s) ==
     LET i == NextOf(s) IN
     /\ i # NoItem
-    /\ closed \/ ~Room(i)
+    /\ ~(~closed /\ Room(i))        \* closed, or no room: one branch, not two
     /\ phase' = [phase EXCEPT ![i] = "rejected"]
     /\ UNCHANGED <<aLine, aCount, aBytes, claim, sLine, sCount, sBytes, gate,
                    suspended, returned, yields, resumes, closed>>
@@ -204,28 +207,27 @@ Transfer(a) ==
        /\ phase' = [phase EXCEPT ![r] = "transferred"]
     /\ UNCHANGED <<aCount, aBytes, gate, suspended, returned, yields, resumes, closed>>
 
-(* TakeNext on the Spot queue: the head gets the Spot gate.                 *)
-TakeNextSpot ==
-    /\ gate = NoItem
-    /\ sLine # << >>
-    /\ gate' = Head(sLine)
-    /\ sLine' = Tail(sLine)
-    /\ phase' = [phase EXCEPT ![Head(sLine)] = "running"]
-    /\ UNCHANGED <<aLine, aCount, aBytes, claim, sCount, sBytes, suspended,
-                   returned, yields, resumes, closed>>
-
-(* TakeNext on an Actor queue (PerActor): the head gets that queue's turn.   *)
-TakeNextActor(a) ==
-    /\ Mode = "PerActor"
-    /\ claim[a] = NoItem
-    /\ aLine[a] # << >>
-    /\ claim' = [claim EXCEPT ![a] = Head(aLine[a])]
-    /\ aLine' = [aLine EXCEPT ![a] = Tail(@)]
-    /\ phase' = [phase EXCEPT ![Head(aLine[a])] = "running"]
-    /\ UNCHANGED <<aCount, aBytes, sLine, sCount, sBytes, gate, suspended,
-                   returned, yields, resumes, closed>>
-
-TakeNext == TakeNextSpot \/ \E a \in Actors : TakeNextActor(a)
+(* TakeNext: the head of a queue's line gets that queue's turn: on the Spot *)
+(* queue the Spot gate, on an Actor queue (PerActor only; in SpotWide the   *)
+(* Actor queue's turn goes by Transfer) the Actor's claim.                  *)
+TakeNext(q) ==
+    \/ /\ q = SpotQueue
+       /\ gate = NoItem
+       /\ sLine # << >>
+       /\ gate' = Head(sLine)
+       /\ sLine' = Tail(sLine)
+       /\ phase' = [phase EXCEPT ![Head(sLine)] = "running"]
+       /\ UNCHANGED <<aLine, aCount, aBytes, claim, sCount, sBytes, suspended,
+                      returned, yields, resumes, closed>>
+    \/ /\ q \in Actors
+       /\ Mode = "PerActor"
+       /\ claim[q] = NoItem
+       /\ aLine[q] # << >>
+       /\ claim' = [claim EXCEPT ![q] = Head(aLine[q])]
+       /\ aLine' = [aLine EXCEPT ![q] = Tail(@)]
+       /\ phase' = [phase EXCEPT ![Head(aLine[q])] = "running"]
+       /\ UNCHANGED <<aCount, aBytes, sLine, sCount, sBytes, gate, suspended,
+                      returned, yields, resumes, closed>>
 
 (* Finish: the turn holder ended. Its reservations are released where they  *)
 (* were made; an Actor record also ends its Actor queue's turn (the claim). *)
@@ -299,14 +301,14 @@ Terminated ==
 Next ==
     \/ \E s \in Submitters : Admit(s) \/ Reject(s)
     \/ \E a \in Actors : Transfer(a)
-    \/ TakeNext
+    \/ \E q \in Queues : TakeNext(q)
     \/ \E i \in Items : Finish(i) \/ YieldTurn(i) \/ CallReturns(i) \/ Requeue(i)
     \/ Close
     \/ Terminated
 
 Fairness ==
-    /\ \A a \in Actors : WF_vars(Transfer(a)) /\ WF_vars(TakeNextActor(a))
-    /\ WF_vars(TakeNextSpot)
+    /\ \A a \in Actors : WF_vars(Transfer(a))
+    /\ \A q \in Queues : WF_vars(TakeNext(q))
     /\ \A i \in Items : /\ WF_vars(Finish(i) \/ YieldTurn(i))
                         /\ WF_vars(CallReturns(i))
                         /\ WF_vars(Requeue(i))

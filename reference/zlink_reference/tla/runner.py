@@ -348,6 +348,13 @@ _VERSION = re.compile(r"TLC2 Version (\S+)")
 _STEP = re.compile(r"^(?:State )?\d+: <(\w+)", re.M)
 _STUTTER = re.compile(r"^(?:State )?\d+: Stuttering", re.M)
 _BACK_TO = re.compile(r"^(?:State )?\d+: Back to state", re.M)
+# Lines outside TLC's framed messages that say what went wrong (SANY writes its
+# parse and semantic errors as plain text even in -tool mode).
+_PLAIN_ERROR = re.compile(
+    r"^(?:Error: .*|Could not parse module .*|Encountered .*|Unknown operator: .*"
+    r"|Cannot find source file .*|File does not exist: .*)$",
+    re.M,
+)
 
 MSG_STATS: Final = 2199  # final "N states generated, M distinct states found"
 SEVERITY_ERROR: Final = 1
@@ -429,9 +436,9 @@ def parse_tlc_output(text: str, exit_code: int, properties: Sequence[str] = ()) 
             detail = "TLC does not say which property; list exactly one PROPERTY per run"
         return TlcOutcome(exit_code, result, violated, distinct, total, trace, version, detail)
 
-    errors = [body.strip() for code, sev, body in messages if sev == SEVERITY_ERROR]
-    if not messages:
-        errors = [line.strip() for line in text.splitlines() if line.startswith("Error:")]
+    plain = _MESSAGE.sub("", text)
+    errors = [m.group(0).strip() for m in _PLAIN_ERROR.finditer(plain)]
+    errors += [body.strip() for _, severity, body in messages if severity == SEVERITY_ERROR]
     if result is not None:
         errors.insert(0, f"verdict {result!r} but exit code {exit_code}")
     reason = EXIT_NAMES.get(exit_code, "unknown exit code")
