@@ -16,7 +16,6 @@ import re
 from pathlib import Path
 
 import pytest
-
 from zlink_reference.cli.main import main
 from zlink_reference.tla.runner import (
     JAR_ENV,
@@ -24,6 +23,7 @@ from zlink_reference.tla.runner import (
     Expectation,
     ManifestEntry,
     ManifestError,
+    RunResult,
     TlcOutcome,
     ToolMissingError,
     check_manifest,
@@ -238,15 +238,13 @@ def test_manifest_entries_are_checked_when_loaded(tmp_path: Path) -> None:
         load_manifest(bad)
     bad.write_text(json.dumps({"runs": [
         {"name": "X", "files": {"tla": "X.tla", "cfg": "X.cfg"}, "expected": {"result": "ok"}}]}))
-    with pytest.raises(ManifestError, match="expected.result"):
+    with pytest.raises(ManifestError, match=r"expected\.result"):
         load_manifest(bad)
 
 
 def test_update_writes_counts_only_for_runs_with_the_expected_verdict() -> None:
     manifest = load_manifest(MANIFEST)
     first, second = manifest.entries[:2]
-    from zlink_reference.tla.runner import RunResult
-
     good = RunResult(first, TlcOutcome(0, first.expected.result, first.expected.name, 1, 2),
                      3.21, ("distinct states changed",))
     wrong = RunResult(second, TlcOutcome(12, "safety", "Other", 5, 6), 1.0, ("x",))

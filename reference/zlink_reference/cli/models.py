@@ -64,7 +64,17 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Check the TLA+ models with TLC against models/manifest.json."""
+    """Check the TLA+ models with TLC against models/manifest.json.
+
+    zlink models check                 every run; exit 1 if any differs from the manifest
+    zlink models check --only NAME     one run (repeatable; shell patterns like 'SpotWide*')
+    zlink models check --json FILE     also write a machine-readable report
+    zlink models check --update        pin the new state counts and times in the manifest
+    zlink models list                  the runs and what each must show
+
+    Exit status: 0 all runs as pinned, 1 a run differs, 2 usage or manifest error,
+    3 Java or tla2tools.jar missing.
+    """
     action = getattr(args, "models_action", None)
     if action is None:
         args.models_parser.print_help()
