@@ -7,12 +7,13 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
-from . import verify
+from . import models, verify
 
 Command = tuple[str, Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]
 
 COMMANDS: list[Command] = [
     ("verify", verify.configure, verify.run),
+    ("models", models.configure, models.run),
 ]
 
 
