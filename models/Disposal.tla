@@ -24,9 +24,9 @@
 (* Waiting (SD-3):                                                         *)
 (*  - AwaitCompletion starts a wait that returns (AwaitCompletionReturns)  *)
 (*    once no active work is left: zombies do not count.                   *)
-(*  - AwaitAfterCancellation is an error unless the scope was cancelled    *)
-(*    (Dispose or TimeoutExpires) first; otherwise it waits for every      *)
-(*    live work, zombies included (AwaitAfterCancellationReturns).         *)
+(*  - AwaitAfterCancellation is an error unless the scope was disposed     *)
+(*    first (any of the three calls); otherwise it waits for every live    *)
+(*    work, zombies included (AwaitAfterCancellationReturns).              *)
 (*                                                                         *)
 (* Core transitions keep their names: Admit, Reject, TakeNext, Finish,     *)
 (* YieldTurn, Requeue, Cancel; the core's Close is part of every disposal  *)
@@ -279,7 +279,7 @@ AwaitCompletionReturns ==
 
 AwaitAfterCancellation ==
     /\ waitZ = "idle"
-    /\ waitZ' = IF mode = "cancelled" THEN "waiting" ELSE "error"
+    /\ waitZ' = IF mode # "open" THEN "waiting" ELSE "error"
     /\ UNCHANGED <<line, current, phase, outcome, cancelReq, zombie, active, zombies,
                    closed, mode, returned, yields, ends, acceptedAtClose, waitC>>
 
@@ -351,10 +351,10 @@ EveryAcceptedWorkEndsOnce ==
         /\ ends[w] = IF phase[w] = "done" THEN 1 ELSE 0
         /\ (outcome[w] # "none") <=> (phase[w] = "done")
 
-(* SD-3: AwaitAfterCancellation waits only after the scope was cancelled,   *)
+(* SD-3: AwaitAfterCancellation waits only after the scope was disposed,    *)
 (* and returns only when nothing is live, zombies included.                 *)
 AwaitAfterCancellationWaitsForZombies ==
-    /\ waitZ \in {"waiting", "returned"} => mode = "cancelled"
+    /\ waitZ \in {"waiting", "returned"} => mode # "open"
     /\ waitZ = "returned" => Live = {}
 
 (* D-8: a cancellation is delivered only to a work that never started      *)
