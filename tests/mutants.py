@@ -393,3 +393,64 @@ def _reentrancy_check_off() -> None:
 def _queue_exposed() -> None:
     spot = _spot_module()
     spot.ZLinkSpotSerialExecutor.spot_queue = property(lambda self: self._spot)
+
+
+# ------------------------------------------------------------------------- disposal
+@mutant("dispose_safely_counts_zombies", "SD-2", "AwaitCompletionIgnoresZombies",
+        "dispose_safely marks zombies but keeps counting them as active")
+def _dispose_safely_counts_zombies() -> None:
+    original = QueueCore.dispose_safely
+
+    def patched(self: QueueCore) -> list[WorkRecord]:
+        marked = original(self)
+        self.zombies -= len(marked)  # bug: the active count does not drop
+        for rec in marked:
+            rec.zombie = False
+        return marked
+
+    QueueCore.dispose_safely = patched  # type: ignore[method-assign]
+
+
+@mutant("dispose_runs_never_started", "SD-1", "EveryAcceptedWorkEndsOnce",
+        "dispose cancels started work but lets never-started work run")
+def _dispose_runs_never_started() -> None:
+    def patched(self: QueueCore) -> tuple[list[WorkRecord], list[WorkRecord]]:
+        self.closed = True
+        self.mode = core_queue.MODE_CANCELLED
+        live = [r for r in self.live_records() if r.phase != core_queue.QUEUED]
+        return [], live
+
+    QueueCore.dispose = patched  # type: ignore[method-assign]
+
+
+@mutant("cancel_off_turn", "SD-1", "CancellationOnOwnTurn",
+        "a suspended work's cancellation is raised in it at once, off its turn")
+def _cancel_off_turn() -> None:
+    import asyncio
+
+    from zlink_reference._shell.queue import ZLinkSerialExecutionQueue
+
+    original = ZLinkSerialExecutionQueue._yield
+
+    async def patched(self: Any, rec: Any, awaitable: Any) -> Any:
+        fut = asyncio.ensure_future(awaitable)
+        self._core.yield_turn(rec)
+        self._rt.loop.call_soon(self._continue)
+        try:
+            result = await fut
+        except asyncio.CancelledError:
+            self._core.suspended.discard(rec)  # bug: no requeue, no turn
+            self._core._release(rec)
+            raise
+        rec.phase = core_queue.SUSPENDED
+        self._core.suspended = self._core.suspended or set()
+        self._core.suspended.add(rec)
+        permit = self._rt.loop.create_future()
+        rec._extra().permit = permit
+        if self._core.requeue(rec):
+            self._rt.loop.call_soon(self._drain)
+        await permit
+        return result
+
+    del original
+    ZLinkSerialExecutionQueue._yield = patched  # type: ignore[method-assign]

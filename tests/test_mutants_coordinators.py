@@ -26,10 +26,31 @@ KILLER = {
 }
 
 
+# mutant -> the SD test written for the rule it breaks
+DISPOSAL_KILLER = {
+    "dispose_safely_counts_zombies":
+        "test_SD_2_dispose_safely_turns_live_work_into_zombies_that_run_on",
+    "dispose_runs_never_started": "test_SD_1_dispose_cancels_never_started_and_suspended_work",
+    "cancel_off_turn": "test_SD_1_dispose_cancels_never_started_and_suspended_work",
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mutant", sorted(DISPOSAL_KILLER))
+def test_SD_tests_kill_disposal_mutant(mutant: str) -> None:
+    code, failed = run_with(mutant, ["tests/coordinators/test_disposal.py"],
+                            DISPOSAL_KILLER[mutant])
+    print(f"\n{mutant}: {len(failed)} failing test(s)")
+    assert code != 0, f"mutant {mutant} survived the disposal tests"
+    assert any(DISPOSAL_KILLER[mutant] in name for name in failed), (
+        f"mutant {mutant} was not caught by {DISPOSAL_KILLER[mutant]}"
+    )
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("mutant", sorted(KILLER))
 def test_SE_10_tests_kill_coordinator_mutant(mutant: str) -> None:
-    code, failed = run_with(mutant, ["tests/coordinators"])
+    code, failed = run_with(mutant, ["tests/coordinators/test_se10.py"], KILLER[mutant])
     print(f"\n{mutant}: {len(failed)} failing test(s)")
     for name in failed:
         print(f"    {name}")

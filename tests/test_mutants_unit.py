@@ -30,13 +30,16 @@ KILLER = {
 }
 
 
-def run_with(mutant: str, paths: list[str] | None = None) -> tuple[int, list[str]]:
-    """Run pytest over ``paths`` (default: the queue's unit tests) with a mutant on;
-    returns the exit code and the failing tests."""
+def run_with(mutant: str, paths: list[str] | None = None, select: str | None = None
+             ) -> tuple[int, list[str]]:
+    """Run pytest over ``paths`` (default: the queue's unit tests) with a mutant on,
+    only the tests matching ``select`` if given; returns the exit code and the failing
+    tests. A mutant may hang a test: async tests give up after 5 s, others after 20 s."""
     env = dict(os.environ, ZLINK_MUTANT=mutant, ZLINK_TEST_TIMEOUT="5")
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", *(paths or ["tests/core", "tests/shell"]),
-         "-q", "-rf", "--tb=no", "-p", "no:cacheprovider"],
+         *(["-k", select] if select else []),
+         "-q", "-rf", "--tb=no", "-p", "no:cacheprovider", "-o", "timeout=20"],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
     )
     failed = re.findall(r"^FAILED (\S+)", proc.stdout, re.M)

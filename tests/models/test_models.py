@@ -16,6 +16,7 @@ import re
 from pathlib import Path
 
 import pytest
+
 from zlink_reference.cli.main import main
 from zlink_reference.tla.runner import (
     JAR_ENV,

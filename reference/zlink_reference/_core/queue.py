@@ -77,6 +77,11 @@ __all__ = [
     "EVENTS",
     "FAILED",
     "LANE_NAMES",
+    "MODE_CANCELLED",
+    "MODE_NAMES",
+    "MODE_OPEN",
+    "MODE_SAFELY",
+    "MODE_TIMEOUT",
     "OUTCOME_NAMES",
     "PHASE_NAMES",
     "QUEUED",
@@ -109,7 +114,15 @@ LANE_NAMES: Final = ("application", "lifecycle")
 EVENTS: Final = (
     "admit", "transfer", "reject", "enter_drain", "take_next", "finish", "yield_turn",
     "requeue", "cancel", "end_slice", "exit_drain", "close",
+    "dispose", "dispose_safely", "dispose_after_timeout", "expire_timeout",
 )
+
+# Scope modes (SD-1): how the queue, as a scope, was shut.
+MODE_OPEN: Final = 0
+MODE_SAFELY: Final = 1  # dispose_safely: live works became zombies
+MODE_TIMEOUT: Final = 2  # dispose_after_timeout: closed, the timer runs
+MODE_CANCELLED: Final = 3  # dispose, or the timeout expired: live works being cancelled
+MODE_NAMES: Final = ("open", "safely", "timeout", "cancelled")
 SOURCE_NAMES: Final = ("barrier", "lifecycle", "application")
 
 Observer = Callable[[str, str, dict[str, object]], None]
@@ -208,11 +221,13 @@ class QueueCore:
         "life",
         "life_bytes",
         "life_count",
+        "mode",
         "name",
         "next_seq",
         "slice_started_at",
         "streak",
         "suspended",
+        "zombies",
     )
 
     def __init__(self, config: QueueConfig, name: str = "queue") -> None:
@@ -233,6 +248,8 @@ class QueueCore:
         self.streak = 0
         self.closed = False
         self.suspended: set[WorkRecord] | None = None
+        self.mode = MODE_OPEN  # scope mode (SD-1)
+        self.zombies = 0  # live works marked zombie (SD-2)
 
     @property
     def policy(self) -> ZLinkExecutionLanePolicy:
@@ -247,6 +264,14 @@ class QueueCore:
     def is_idle(self) -> bool:
         """No accepted work is unfinished: the queue is quiescent."""
         return self.app_count == 0 and self.life_count == 0
+
+    def live(self) -> int:
+        """Accepted, unfinished works (zombies included)."""
+        return self.app_count + self.life_count
+
+    def active(self) -> int:
+        """Live works that are not zombies: what ``await_completion`` waits for (SD-3)."""
+        return self.app_count + self.life_count - self.zombies
 
     def reserved_of(self, lane: int) -> tuple[int, int]:
         """(count, bytes) reserved in one lane."""
@@ -338,7 +363,11 @@ class QueueCore:
         rec.nbytes = nbytes
         rec.phase = QUEUED
         rec.resumes = 0
-        rec.zombie = False
+        # Accepted work moved into a scope disposed safely (a SpotWide turn, a
+        # session's final work) is a zombie there too (SD-2).
+        zombie = rec.zombie = self.mode == MODE_SAFELY
+        if zombie:
+            self.zombies += 1
         line.append(rec)
         wake = not self.draining and not self.drain_scheduled
         if wake:
@@ -482,6 +511,8 @@ class QueueCore:
 
     def _release(self, rec: WorkRecord) -> None:
         rec.phase = DONE
+        if rec.zombie:
+            self.zombies -= 1  # a finished zombie leaves the scope (SD-2)
         if rec.lane == LIFECYCLE_LANE:
             self.life_count -= 1
             self.life_bytes -= rec.nbytes
@@ -611,3 +642,68 @@ class QueueCore:
         observer = self.config.observer
         if observer is not None:
             observer(self.name, "close", {})
+
+    # ------------------------------------------------------------ disposal (SD)
+    def dispose_safely(self) -> list[WorkRecord]:
+        """SD-1: close and cancel nothing; every live work becomes a zombie (active -1,
+        zombie +1 each, SD-2) and keeps running in order. Returns the works marked now.
+        Only an open scope can be disposed safely."""
+        if self.mode != MODE_OPEN:
+            raise ZLinkProtocolError("dispose_safely", "SD-1", "the scope is already disposed")
+        self.closed = True
+        self.mode = MODE_SAFELY
+        marked = [rec for rec in self.live_records() if not rec.zombie]
+        for rec in marked:
+            rec.zombie = True
+        self.zombies += len(marked)
+        observer = self.config.observer
+        if observer is not None:
+            observer(self.name, "dispose_safely", {"zombies": len(marked)})
+        return marked
+
+    def dispose(self) -> tuple[list[WorkRecord], list[WorkRecord]]:
+        """SD-1: close and cancel everything now. Works that never started end here,
+        cancelled (``cancel``), and come back first; the live works returned second
+        (running, suspended, requeued) are the shell's to cancel, on their own turn
+        (D-8). Zombies are cancelled too."""
+        if self.mode == MODE_CANCELLED:
+            raise ZLinkProtocolError("dispose", "SD-1", "the scope is already cancelled")
+        self.closed = True
+        self.mode = MODE_CANCELLED
+        observer = self.config.observer
+        if observer is not None:
+            observer(self.name, "dispose", {})
+        return self._cancel_live()
+
+    def dispose_after_timeout(self) -> None:
+        """SD-1: close now; ``expire_timeout`` later cancels what is left. The shell
+        owns the timer (none when nothing is live)."""
+        if self.mode != MODE_OPEN:
+            raise ZLinkProtocolError(
+                "dispose_after_timeout", "SD-1", "the scope is already disposed"
+            )
+        self.closed = True
+        self.mode = MODE_TIMEOUT
+        observer = self.config.observer
+        if observer is not None:
+            observer(self.name, "dispose_after_timeout", {})
+
+    def expire_timeout(self) -> tuple[list[WorkRecord], list[WorkRecord]]:
+        """The timeout of ``dispose_after_timeout`` expired: cancel what is left, as
+        ``dispose`` does."""
+        if self.mode != MODE_TIMEOUT:
+            raise ZLinkProtocolError("expire_timeout", "SD-1", "no disposal timeout is running")
+        self.mode = MODE_CANCELLED
+        observer = self.config.observer
+        if observer is not None:
+            observer(self.name, "expire_timeout", {})
+        return self._cancel_live()
+
+    def _cancel_live(self) -> tuple[list[WorkRecord], list[WorkRecord]]:
+        ended = []
+        for source in (Source.BARRIER, Source.LIFECYCLE, Source.APPLICATION):
+            for rec in self.line(source):
+                if rec.phase == QUEUED:
+                    self.cancel(rec)
+                    ended.append(rec)
+        return ended, self.live_records()

@@ -53,6 +53,7 @@ from .._core.queue import (
 )
 from .._core.rules import APPLICATION_LANE, LIFECYCLE_LANE, Source
 from .clock import MonotonicClock, ZLinkClock
+from .scope import ScopeMixin, ScopeState, record_zombie_failure
 
 __all__ = [
     "ErrorHook",
@@ -89,10 +90,11 @@ get_ident = threading.get_ident
 class _HandleAux:
     """The parts of a handle most works never need, allocated on first use."""
 
-    __slots__ = ("callbacks", "fut", "gates", "label", "permit", "quiet")
+    __slots__ = ("awaiting", "callbacks", "fut", "gates", "label", "permit", "quiet")
 
     def __init__(self) -> None:
         self.quiet = False
+        self.awaiting: object = None  # what the work waits on while suspended
         self.fut: asyncio.Future[None] | None = None
         self.callbacks: list[Callable[[Any], None]] | None = None
         self.permit: asyncio.Future[None] | None = None
@@ -301,6 +303,20 @@ async def yield_framework_call(awaitable: Awaitable[T]) -> T:
     return await queue._yield(rec, awaitable)
 
 
+class QueueAux:
+    """Per-queue state most queues never need: waiters for "no live work" or "no active
+    work" (quiescence, SD-3), zombie failures kept for ``await_after_cancellation``, the
+    disposal timer, and a hook the scope layer uses to notice work ending."""
+
+    __slots__ = ("on_end", "timer", "waiters", "zombie_errors")
+
+    def __init__(self) -> None:
+        self.waiters: list[tuple[bool, asyncio.Future[None]]] = []
+        self.zombie_errors: list[tuple[int, BaseException, WorkRecord]] = []
+        self.timer: Any = None
+        self.on_end: Callable[[ZLinkSerialExecutionQueue], None] | None = None
+
+
 class QueueStatistics:
     """A point-in-time view of one queue, for tests, logs and adapters."""
 
@@ -344,7 +360,17 @@ class QueueRuntime:
     for the loop thread's verdict (None waits as long as it takes).
     """
 
-    __slots__ = ("clock", "error_hook", "foreign_submit_timeout", "loop", "now", "thread_id")
+    __slots__ = (
+        "_scopes",
+        "clock",
+        "dispose_safely_on_exit",
+        "error_hook",
+        "foreign_submit_timeout",
+        "loop",
+        "now",
+        "thread_id",
+        "zombie_warn_after_ms",
+    )
 
     def __init__(
         self,
@@ -353,6 +379,7 @@ class QueueRuntime:
         loop: asyncio.AbstractEventLoop | None = None,
         error_hook: ErrorHook | None = None,
         foreign_submit_timeout: float | None = 60.0,
+        zombie_warn_after_ms: float | None = 10_000,
     ) -> None:
         self.clock: ZLinkClock = clock if clock is not None else MonotonicClock()
         self.now = self.clock.now
@@ -360,6 +387,24 @@ class QueueRuntime:
         self.thread_id = threading.get_ident()
         self.error_hook = error_hook
         self.foreign_submit_timeout = foreign_submit_timeout
+        # Scope flags and state, shared by every queue of one owner (SD-4, D-16).
+        self.dispose_safely_on_exit = True
+        self.zombie_warn_after_ms = zombie_warn_after_ms
+        self._scopes: dict[int, tuple[object, ScopeState]] | None = None
+
+    def scope_state(self, scope: object) -> ScopeState:
+        """Disposal state of a scope using this runtime (made on first use)."""
+        if self._scopes is None:
+            self._scopes = {}
+        entry = self._scopes.get(id(scope))
+        if entry is None:
+            entry = self._scopes[id(scope)] = (scope, ScopeState())
+        return entry[1]
+
+    def peek_scope_state(self, scope: object) -> ScopeState | None:
+        """The scope's disposal state if it has any."""
+        entry = self._scopes.get(id(scope)) if self._scopes is not None else None
+        return None if entry is None else entry[1]
 
     def on_loop_thread(self) -> bool:
         """Whether the caller may change queue state directly."""
@@ -400,7 +445,7 @@ class QueueRuntime:
         return cast(T, value)
 
 
-class ZLinkSerialExecutionQueue:
+class ZLinkSerialExecutionQueue(ScopeMixin):
     """One serial queue: runs accepted works one at a time, in the order the core picks.
 
     ``policy`` limits it (SE-6.1); ``clock`` is read between works for the time budget
@@ -410,7 +455,7 @@ class ZLinkSerialExecutionQueue:
     ``loop`` is given); submissions from other threads wait for the loop's verdict.
     """
 
-    __slots__ = ("_core", "_idle_waiters", "_rt")
+    __slots__ = ("_aux", "_core", "_rt")
 
     def __init__(
         self,
@@ -441,7 +486,9 @@ class ZLinkSerialExecutionQueue:
             )
         self._rt = rt
         self._core = QueueCore(config, name)
-        self._idle_waiters: list[asyncio.Future[None]] | None = None
+        self._aux: QueueAux | None = None  # waiters and disposal state, when any
+        if runtime is None:
+            self._join_registry()  # a queue with its own runtime is a scope of its own
 
     @property
     def name(self) -> str:
@@ -521,21 +568,63 @@ class ZLinkSerialExecutionQueue:
             out.append((rec, cast("Work", getattr(work, "__wrapped__", work))))
         return out
 
-    def _when_idle(self, callback: Callable[[], None]) -> None:
-        """Call ``callback`` (on the loop) once no accepted work is left; at once if
-        none is."""
-        if self._core.is_idle():
+    def _queue_aux(self) -> QueueAux:
+        aux = self._aux
+        if aux is None:
+            aux = self._aux = QueueAux()
+        return aux
+
+    def _when(self, zombies_too: bool, callback: Callable[[], None]) -> None:
+        """Call ``callback`` once no live work (``zombies_too``) or no active work is
+        left; at once if that is already so."""
+        core = self._core
+        if (core.live() if zombies_too else core.active()) == 0:
             callback()
             return
         fut: asyncio.Future[None] = self._rt.loop.create_future()
         fut.add_done_callback(lambda _f: callback())
-        if self._idle_waiters is None:
-            self._idle_waiters = []
-        self._idle_waiters.append(fut)
+        self._queue_aux().waiters.append((zombies_too, fut))
 
-    def _admit_record(self, rec: ZLinkWorkHandle[Any], lane: int, payload: int) -> None:
-        """Admit a handle made earlier (a session's final work)."""
-        if self._core.admit(rec, lane, payload):
+    async def _wait_until(self, zombies_too: bool) -> None:
+        core = self._core
+        if (core.live() if zombies_too else core.active()) == 0:
+            return
+        fut: asyncio.Future[None] = self._rt.loop.create_future()
+        self._queue_aux().waiters.append((zombies_too, fut))
+        await fut
+
+    def _check_waiters(self) -> None:
+        aux = self._aux
+        if aux is None or not aux.waiters:
+            return
+        core = self._core
+        live, active = core.live(), core.active()
+        keep = []
+        for zombies_too, fut in aux.waiters:
+            if (live if zombies_too else active) == 0:
+                if not fut.done():
+                    fut.set_result(None)
+            else:
+                keep.append((zombies_too, fut))
+        aux.waiters = keep
+
+    # ------------------------------------------------------------------ scope
+    def _scope_queues(self) -> list[ZLinkSerialExecutionQueue]:
+        return [self]
+
+    def _scope_cancel(self, *, expire: bool) -> None:
+        """``dispose`` (or the disposal timeout expired) on this queue: the core ends
+        never-started works and hands back the live ones, which get cancelled."""
+        ended, live = self._core.expire_timeout() if expire else self._core.dispose()
+        for rec in ended:
+            self._ended(cast("ZLinkWorkHandle[Any]", rec), CANCELLED,
+                        asyncio.CancelledError("disposed before it started"))
+        self._cancel_delivery(live)
+
+    def _transfer_record(self, rec: ZLinkWorkHandle[Any]) -> None:
+        """Place a handle made earlier (a session's final work) by transfer: it was
+        accepted when it was made, so it is never refused (decision D-6)."""
+        if self._core.transfer(rec):
             self._rt.loop.call_soon(self._drain)
 
     # ------------------------------------------------------------------ state
@@ -549,13 +638,7 @@ class ZLinkSerialExecutionQueue:
     async def await_quiescence(self) -> None:
         """Return once every accepted work has ended (queued, running and suspended
         ones included)."""
-        if self._core.is_idle():
-            return
-        fut = self._rt.loop.create_future()
-        if self._idle_waiters is None:
-            self._idle_waiters = []
-        self._idle_waiters.append(fut)
-        await fut
+        await self._wait_until(True)
 
     def close(self) -> None:
         """Accept no new work; finish what was accepted (SE-6.2). Idempotent."""
@@ -611,9 +694,8 @@ class ZLinkSerialExecutionQueue:
                     prev._outcome = COMPLETED
                     prev._value = value
                     prev._work = None
-                    if self._idle_waiters is not None and not core.app_count \
-                            and not core.life_count:
-                        self._wake_idle()
+                    if self._aux is not None:
+                        self._after_end()
                 else:
                     self._ended(prev, outcome, value)
             if rec is None:
@@ -689,6 +771,7 @@ class ZLinkSerialExecutionQueue:
         rt = self._rt
         self._core.yield_turn(rec)
         rt.loop.call_soon(self._continue)  # the drain role moves on without this work
+        rec._extra().awaiting = awaitable
         cancel: asyncio.CancelledError | None = None
         error: BaseException | None = None
         result: Any = None
@@ -700,7 +783,9 @@ class ZLinkSerialExecutionQueue:
             error = exc
         # Queue again, whatever happened: the work's code continues only on its turn.
         permit: asyncio.Future[None] = rt.loop.create_future()
-        rec._extra().permit = permit
+        aux = rec._extra()
+        aux.permit = permit
+        aux.awaiting = None
         if self._core.requeue(rec):
             rt.loop.call_soon(self._drain)
         while not permit.done():
@@ -717,16 +802,33 @@ class ZLinkSerialExecutionQueue:
     def _ended(self, rec: ZLinkWorkHandle[Any], outcome: int, value: Any) -> None:
         rec._settle(outcome, value)
         if outcome == FAILED and not (rec._aux is not None and rec._aux.quiet):
-            self._report(rec, cast(BaseException, value))
-        if self._idle_waiters is not None:
-            self._wake_idle()
+            exc = cast(BaseException, value)
+            if rec.zombie:
+                # kept for await_after_cancellation (SD-3)
+                record_zombie_failure(self._queue_aux().zombie_errors, exc, rec)
+            self._report(rec, exc)
+        if self._aux is not None:
+            self._after_end()
 
-    def _wake_idle(self) -> None:
-        if self._core.is_idle() and self._idle_waiters is not None:
-            waiters, self._idle_waiters = self._idle_waiters, None
-            for fut in waiters:
-                if not fut.done():
-                    fut.set_result(None)
+    def _after_end(self) -> None:
+        """A work ended: wake waiters whose condition now holds, tell the scope."""
+        self._check_waiters()
+        aux = self._aux
+        if aux is not None and aux.on_end is not None:
+            aux.on_end(self)
+
+    def _cancel_delivery(self, records: list[WorkRecord]) -> None:
+        """Cancel the live works the core handed back (dispose): each async work gets
+        ``CancelledError`` at its await point, delivered on its own turn (D-8). A
+        synchronous turn that is running finishes; a SpotWide Actor record follows
+        the outcome of its execution turn instead."""
+        for rec in records:
+            handle = cast("ZLinkWorkHandle[Any]", rec)
+            if handle._aux is not None and handle._aux.quiet:
+                continue
+            task = getattr(handle, "_task", None)
+            if task is not None and not task.done():
+                task.cancel()
 
     def _report(self, rec: ZLinkWorkHandle[Any], exc: BaseException) -> None:
         hook = self._rt.error_hook

@@ -17,6 +17,7 @@ from .._shell.queue import (
     Work,
     ZLinkSerialExecutionQueue,
 )
+from .._shell.scope import ScopeMixin
 from .lane import ZLinkStateLane
 
 __all__ = ["Coordinator", "check_id", "check_payload", "check_work"]
@@ -47,9 +48,10 @@ def check_work(work: object) -> Work:
     return work
 
 
-class Coordinator:
+class Coordinator(ScopeMixin):
     """Base of the Spot, Actor and Session coordinators. Not a public surface: callers
-    use the ``execute_*`` entries of the subclasses (SE-3)."""
+    use the ``execute_*`` entries of the subclasses (SE-3). A coordinator is one scope
+    (SD): disposing it disposes every queue it made."""
 
     def __init__(
         self,
@@ -66,8 +68,10 @@ class Coordinator:
         self._lane = ZLinkStateLane(name, self._rt)
         self._closed = False
         # Queues made by this coordinator that may still hold accepted work. Kept so
-        # close and quiescence reach every one, including queues dropped from a map.
+        # close, disposal and quiescence reach every one, including queues dropped
+        # from a map.
         self._made: list[ZLinkSerialExecutionQueue] = []
+        self._join_registry()
 
     @property
     def name(self) -> str:
@@ -101,6 +105,24 @@ class Coordinator:
         self._closed = True
         for q in self._made:
             q.close()
+        self._drop_maps()
+
+    def _drop_maps(self) -> None:
+        """Hook: empty the coordinator's queue maps (a Spot has two)."""
+
+    # --------------------------------------------------------------- scope
+    def _scope_queues(self) -> list[ZLinkSerialExecutionQueue]:
+        return list(self._made)
+
+    def _scope_closing(self) -> None:
+        def closing() -> None:
+            self._closed = True
+            self._drop_maps()
+
+        if self._lane.is_on_lane():
+            closing()
+        else:
+            self._lane.run(closing)
 
     async def await_quiescence(self) -> None:
         """Return once every work accepted by any of this coordinator's queues ended."""

@@ -14,8 +14,7 @@ import asyncio
 from typing import Any
 
 from .._core.policy import ZLinkExecutionLanePolicy
-from .._core.queue import Observer
-from .._core.rules import APPLICATION_LANE
+from .._core.queue import CANCELLED, Observer
 from .._shell.clock import ZLinkClock
 from .._shell.queue import ErrorHook, QueueStatistics, Work, ZLinkWorkHandle
 from ._base import Coordinator, check_id, check_payload, check_work
@@ -69,13 +68,21 @@ class ZLinkSessionSerialExecutor(Coordinator):
         handle: ZLinkWorkHandle[Any] = ZLinkWorkHandle(queue, work)
         self._final = handle
         self._closed = True  # the coordinator refuses new work from now on
+        queue.close()
 
         def place() -> None:
-            queue._admit_record(handle, APPLICATION_LANE, 0)
-            queue.close()
+            if handle.done():  # cancelled by a disposal before its turn came
+                return
+            queue._transfer_record(handle)
 
-        queue._when_idle(place)
+        queue._when(True, place)
         return handle
+
+    def _scope_cancelling(self) -> None:
+        # A final work not placed yet was accepted: it ends cancelled, never runs.
+        final = self._final
+        if final is not None and not final.done() and getattr(final, "wid", -1) < 0:
+            final._settle(CANCELLED, asyncio.CancelledError("disposed before it started"))
 
     def close(self) -> None:
         """No new work; accepted work (a pending final work included) finishes."""

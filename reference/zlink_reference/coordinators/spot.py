@@ -28,13 +28,13 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import enum
-from collections.abc import Awaitable, Generator, Mapping
+from collections.abc import Awaitable, Generator, Iterator, Mapping
 from functools import partial
 from threading import get_ident
 from typing import Any
 
 from .._core.policy import ZLinkExecutionLanePolicy
-from .._core.queue import Observer
+from .._core.queue import Observer, WorkRecord
 from .._shell.clock import ZLinkClock
 from .._shell.queue import (
     ErrorHook,
@@ -278,13 +278,20 @@ class ZLinkSpotSerialExecutor(Coordinator):
         maps are emptied in the same lane turn (SE-2.2, SE-2.4). Accepted work still
         runs to its end. Idempotent."""
 
-        def close_all() -> None:
-            self._close_queues()
-            self._actor_queues.clear()
-            self._timer_queues.clear()
-
         if not self._closed:
-            self._lane.run(close_all)
+            self._lane.run(self._close_queues)
+
+    def _drop_maps(self) -> None:
+        self._actor_queues.clear()
+        self._timer_queues.clear()
+
+    def _counted(self) -> Iterator[tuple[ZLinkSerialExecutionQueue, WorkRecord]]:
+        # A SpotWide Actor work is one work seen twice: its record on the Actor queue
+        # and its execution turn on the Spot queue. Count the Actor record.
+        for q, rec in super()._counted():
+            if self._wide and q is self._spot and len(getattr(rec, "gates", ())) > 1:
+                continue
+            yield q, rec
 
     def statistics(self) -> Mapping[str, QueueStatistics]:
         """Per-queue statistics, keyed by queue name (read on the loop thread)."""

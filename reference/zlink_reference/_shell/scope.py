@@ -1,0 +1,331 @@
+"""Scopes: shutting down a group of accepted works (SD-1 .. SD-4, SD-6).
+
+A queue, or a coordinator with every queue it owns, is a *scope*; its accepted works play
+the part TrueAsync gives to a scope's coroutines. The protocol core owns the counters and
+the modes (``QueueCore.dispose``, ``dispose_safely``, ``dispose_after_timeout``,
+``expire_timeout``); this module drives them for all of a scope's queues at once, cancels
+tasks, runs the disposal timer on the scope's clock, keeps zombie failures for
+``await_after_cancellation`` and logs zombies that outlive a threshold. Decisions are in
+``specs/disposal.md``.
+
+=========================  ==========================================================
+call                       effect
+=========================  ==========================================================
+dispose()                  close; never-started works never start (their handles
+                           report cancellation); started async works get
+                           ``CancelledError`` at their await point, on their own turn
+                           (D-8); a synchronous turn already running finishes
+dispose_safely()           close; cancel nothing; every live work is a zombie (active
+                           -1, zombie +1 each) and runs on, in order
+dispose_after_timeout(ms)  close; after ``ms`` on the scope's clock, cancel what is
+                           left as dispose() does; no timer when nothing is left
+await_completion()         returns once no active work is left (zombies don't count)
+await_after_cancellation   waits for zombies too; only after a disposal; reports each
+                           zombie failure to the handler, or raises the first
+=========================  ==========================================================
+"""
+
+from __future__ import annotations
+
+import contextvars
+import dataclasses
+import itertools
+import logging
+import math
+from collections.abc import Callable, Iterator
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Self
+
+from .._core.errors import ZLinkUsageError
+from .._core.queue import (
+    MODE_CANCELLED,
+    MODE_OPEN,
+    MODE_TIMEOUT,
+    PHASE_NAMES,
+    SUSPENDED,
+    WorkRecord,
+)
+
+if TYPE_CHECKING:
+    from .queue import QueueRuntime, ZLinkSerialExecutionQueue
+
+__all__ = [
+    "ErrorHandler",
+    "ScopeMixin",
+    "ZLinkNotDisposedError",
+    "ZombieInfo",
+    "scope_registry",
+]
+
+log = logging.getLogger("zlink.zombies")
+
+ErrorHandler = Callable[[BaseException, Any], None]
+
+# The runtime end (zlink_reference.disposal) sets this to its registry of scopes; every
+# scope made while it is set joins it (SD-5: the scheduler keeps a registry of work).
+scope_registry: contextvars.ContextVar[list[ScopeMixin] | None] = contextvars.ContextVar(
+    "zlink_scope_registry", default=None
+)
+
+_error_order = itertools.count()
+
+
+class ZLinkNotDisposedError(ZLinkUsageError):
+    """``await_after_cancellation`` before the scope was disposed (SD-3)."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ZombieInfo:
+    """One zombie, while it runs (SD-6: zombies are visible)."""
+
+    scope: str
+    queue: str
+    work: int
+    label: str
+    since: float  # clock reading when the scope was disposed safely
+    state: str  # queued, running, suspended, requeued
+    awaiting: str | None  # what a suspended zombie waits on
+
+
+class ScopeState:
+    """Disposal state of one scope (created on first disposal)."""
+
+    __slots__ = ("disposed_at", "timer", "warn_timer")
+
+    def __init__(self) -> None:
+        self.disposed_at: float | None = None
+        self.timer: Any = None
+        self.warn_timer: Any = None
+
+
+class ScopeMixin:
+    """The scope surface shared by ``ZLinkSerialExecutionQueue`` and the coordinators.
+
+    Subclasses provide ``_rt`` (their QueueRuntime), ``name``, ``_scope_queues()`` and
+    may override ``_scope_closing()`` (called first, in the same step as the disposal:
+    a coordinator closes its entries and empties its maps there) and
+    ``_scope_cancelling()``.
+    """
+
+    __slots__ = ()
+
+    _rt: QueueRuntime
+
+    if TYPE_CHECKING:
+        @property
+        def name(self) -> str: ...
+
+    def _scope_queues(self) -> list[ZLinkSerialExecutionQueue]:
+        raise NotImplementedError
+
+    def _scope_closing(self) -> None:
+        """Hook: the scope closes to new work (every disposal call)."""
+
+    def _scope_cancelling(self) -> None:
+        """Hook: the scope cancels what is left (dispose, or the timeout expired)."""
+
+    def _scope_state(self) -> ScopeState:
+        return self._rt.scope_state(self)
+
+    def _join_registry(self) -> None:
+        registry = scope_registry.get()
+        if registry is not None:
+            registry.append(self)
+
+    # ------------------------------------------------------------ disposal
+    def dispose(self) -> None:
+        """Close and cancel everything now (SD-1). Idempotent once cancelled."""
+        if not self._rt.on_loop_thread():
+            self._rt.call_on_loop(self.dispose)
+            return
+        self._scope_closing()
+        self._scope_cancelling()
+        for q in self._scope_queues():
+            if q._core.mode != MODE_CANCELLED:
+                q._scope_cancel(expire=False)
+        self._stop_timers()
+
+    def dispose_safely(self) -> None:
+        """Close and cancel nothing: live works go on as zombies (SD-1, SD-2). Does
+        nothing on a scope already disposed."""
+        if not self._rt.on_loop_thread():
+            self._rt.call_on_loop(self.dispose_safely)
+            return
+        self._scope_closing()
+        marked = 0
+        for q in self._scope_queues():
+            if q._core.mode == MODE_OPEN:
+                marked += len(q._core.dispose_safely())
+        state = self._scope_state()
+        if state.disposed_at is None:
+            state.disposed_at = self._rt.now()
+        warn = self._rt.zombie_warn_after_ms
+        if marked and warn is not None and state.warn_timer is None:
+            state.warn_timer = self._rt.clock.call_later(warn, self._warn_zombies)
+
+    def dispose_after_timeout(self, timeout_ms: float) -> None:
+        """Close now; after ``timeout_ms`` on the scope's clock cancel what is left, as
+        ``dispose`` does (SD-1). With nothing left, no timer is started."""
+        if isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int | float):
+            raise TypeError(f"timeout_ms must be a number, got {timeout_ms!r}")
+        if math.isnan(timeout_ms) or timeout_ms < 0:
+            raise ValueError(f"timeout_ms must be >= 0, got {timeout_ms} (SD-1)")
+        if not self._rt.on_loop_thread():
+            self._rt.call_on_loop(lambda: self.dispose_after_timeout(timeout_ms))
+            return
+        self._scope_closing()
+        queues = self._scope_queues()
+        for q in queues:
+            if q._core.mode == MODE_OPEN:
+                q._core.dispose_after_timeout()
+        state = self._scope_state()
+        if state.timer is None and any(
+            q._core.mode == MODE_TIMEOUT and q._core.live() for q in queues
+        ):
+            state.timer = self._rt.clock.call_later(timeout_ms, self._expire)
+            for q in queues:
+                q._queue_aux().on_end = self._maybe_stop_timer
+
+    def _expire(self) -> None:
+        self._scope_state().timer = None
+        self._scope_cancelling()
+        for q in self._scope_queues():
+            if q._core.mode == MODE_TIMEOUT:
+                q._scope_cancel(expire=True)
+
+    def _maybe_stop_timer(self, _queue: ZLinkSerialExecutionQueue) -> None:
+        """Everything finished before the timeout: the timer has nothing left to do."""
+        state = self._scope_state()
+        if state.timer is not None and all(q._core.live() == 0 for q in self._scope_queues()):
+            state.timer.cancel()
+            state.timer = None
+
+    def _stop_timers(self) -> None:
+        state = self._rt.peek_scope_state(self)
+        if state is not None and state.timer is not None:
+            state.timer.cancel()
+            state.timer = None
+
+    # ------------------------------------------------------------- waiting
+    async def await_completion(self) -> None:
+        """Return once no active work is left; zombies do not count (SD-3)."""
+        while True:
+            busy = [q for q in self._scope_queues() if q._core.active()]
+            if not busy:
+                return
+            for q in busy:
+                await q._wait_until(False)
+
+    async def await_after_cancellation(self, error_handler: ErrorHandler | None = None) -> None:
+        """Wait for every live work, zombies included; only after a disposal (SD-3).
+
+        Each failure of a zombie is passed to ``error_handler(error, scope)``, in the
+        order they happened; without a handler the first one is raised once nothing is
+        left running. A failure is reported once, to the first call that returns.
+        """
+        queues = self._scope_queues()
+        if all(q._core.mode == MODE_OPEN for q in queues):
+            raise ZLinkNotDisposedError(
+                f"{self.name}: await_after_cancellation needs the scope cancelled or "
+                "disposed first (SD-3)"
+            )
+        while True:
+            busy = [q for q in self._scope_queues() if q._core.live()]
+            if not busy:
+                break
+            for q in busy:
+                await q._wait_until(True)
+        errors: list[tuple[int, BaseException]] = []
+        for q in queues:
+            aux = q._aux
+            if aux is not None and aux.zombie_errors:
+                errors += [(order, exc) for order, exc, _ in aux.zombie_errors]
+                aux.zombie_errors = []
+        errors.sort(key=lambda item: item[0])
+        if error_handler is not None:
+            for _, exc in errors:
+                error_handler(exc, self)
+        elif errors:
+            raise errors[0][1]
+
+    # -------------------------------------------------------------- flags
+    @property
+    def dispose_safely_on_exit(self) -> bool:
+        """True (the default): destroying this scope (leaving its ``async with`` block,
+        runtime end) turns its works into zombies; False: it cancels them (SD-4)."""
+        return self._rt.dispose_safely_on_exit
+
+    def as_not_safely(self) -> Self:
+        """Make destruction cancel instead of making zombies (SD-4). Applies to every
+        queue of the scope, those made later and those already made (D-16)."""
+        self._rt.dispose_safely_on_exit = False
+        return self
+
+    def destroy(self) -> None:
+        """Destroy the scope: ``dispose_safely`` or ``dispose``, by the flag (SD-4)."""
+        if self._rt.dispose_safely_on_exit:
+            self.dispose_safely()
+        else:
+            self.dispose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.destroy()
+
+    # --------------------------------------------------------- accounting
+    def _counted(self) -> Iterator[tuple[ZLinkSerialExecutionQueue, WorkRecord]]:
+        """Live works of the scope, each once (a coordinator skips duplicates)."""
+        for q in self._scope_queues():
+            for rec in q._core.live_records():
+                yield q, rec
+
+    def active_count(self) -> int:
+        """Live works that are not zombies (SD-2)."""
+        return sum(1 for _, rec in self._counted() if not rec.zombie)
+
+    def zombie_count(self) -> int:
+        """Live zombies (SD-2)."""
+        return sum(1 for _, rec in self._counted() if rec.zombie)
+
+    def zombies(self) -> list[ZombieInfo]:
+        """The zombies running now, with where they are and since when (SD-6)."""
+        state = self._rt.peek_scope_state(self)
+        since = state.disposed_at if state is not None and state.disposed_at is not None else 0
+        out = []
+        for q, rec in self._counted():
+            if not rec.zombie:
+                continue
+            awaiting = None
+            aux = getattr(rec, "_aux", None)
+            if rec.phase == SUSPENDED and aux is not None and aux.awaiting is not None:
+                awaiting = repr(aux.awaiting)
+            out.append(ZombieInfo(self.name, q.name, rec.wid, getattr(rec, "label", ""),
+                                  since, PHASE_NAMES[rec.phase], awaiting))
+        return out
+
+    def _warn_zombies(self) -> None:
+        state = self._scope_state()
+        state.warn_timer = None
+        now = self._rt.now()
+        units = self._rt.clock.units_per_ms
+        for z in self.zombies():
+            age = (now - z.since) / units
+            log.warning(
+                "zombie work %s of %s (%s) still %s after %.0f ms%s", z.work, z.queue,
+                z.label or "unlabelled", z.state, age,
+                f", waiting on {z.awaiting}" if z.awaiting else "",
+            )
+
+
+def record_zombie_failure(aux_errors: list[tuple[int, BaseException, WorkRecord]],
+                          exc: BaseException, rec: WorkRecord) -> None:
+    """Keep a zombie's failure, in global order, for ``await_after_cancellation``."""
+    aux_errors.append((next(_error_order), exc, rec))
+
