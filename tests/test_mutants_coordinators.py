@@ -49,7 +49,7 @@ def test_SD_tests_kill_disposal_mutant(mutant: str) -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("mutant", sorted(KILLER))
-def test_SE_10_tests_kill_coordinator_mutant(mutant: str) -> None:
+def test_coordinator_mutants_are_killed_by_the_SE_10_tests(mutant: str) -> None:
     code, failed = run_with(mutant, ["tests/coordinators/test_se10.py"], KILLER[mutant])
     print(f"\n{mutant}: {len(failed)} failing test(s)")
     for name in failed:

@@ -97,7 +97,7 @@ async def test_SE_4_1_instance_spot_is_one_gate() -> None:
 
 
 # ---------------------------------------------------------------- sessions
-async def test_SE_3_session_control_and_infrastructure_overtake_packets_in_order() -> None:
+async def test_D_12_session_control_and_infrastructure_overtake_packets_in_order() -> None:
     clock = VirtualClock()
     sess = ZLinkSessionSerialExecutor("s1", clock=clock, error_hook=hook)
     t, gate = Timeline(), Gate()
@@ -111,7 +111,7 @@ async def test_SE_3_session_control_and_infrastructure_overtake_packets_in_order
     assert t.started() == ["p0", "connected", "pause", "p1"]
 
 
-async def test_SE_3_session_final_runs_after_all_accepted_work_and_closes() -> None:
+async def test_D_12_session_final_runs_after_all_accepted_work_and_closes() -> None:
     clock = VirtualClock()
     sess = ZLinkSessionSerialExecutor("s1", clock=clock, error_hook=hook)
     t, gate = Timeline(), Gate()
@@ -141,7 +141,7 @@ async def test_SE_3_session_final_runs_after_all_accepted_work_and_closes() -> N
     assert sess.statistics().closed
 
 
-async def test_SE_3_session_final_on_an_idle_session_runs_at_once() -> None:
+async def test_D_12_session_final_on_an_idle_session_runs_at_once() -> None:
     sess = ZLinkSessionSerialExecutor("s1", clock=VirtualClock(), error_hook=hook)
     h = sess.execute_final(lambda: "bye")
     await run_until_idle()
@@ -238,7 +238,7 @@ async def test_SE_7_1_actor_coordinator_snapshot_is_read_once_per_message() -> N
 
 # ---------------------------------------------------------------- bad input
 @pytest.mark.parametrize("mode", [PER_ACTOR, SPOT_WIDE])
-async def test_SE_3_bad_input_is_a_clear_error_with_nothing_inserted(
+async def test_SE_6_3_bad_entry_input_is_refused_with_nothing_inserted(
     mode: ZLinkUserSpotExecutionMode,
 ) -> None:
     rec = TraceRecorder()
@@ -260,7 +260,7 @@ async def test_SE_3_bad_input_is_a_clear_error_with_nothing_inserted(
     assert err.value.reason is RejectReason.APPLICATION_BYTES
 
 
-async def test_SE_3_closed_actor_and_session_coordinators_reject_new_work() -> None:
+async def test_SE_6_2_closed_actor_and_session_coordinators_reject_new_work() -> None:
     actor = ZLinkActorSerialExecutor("A", clock=VirtualClock(), error_hook=hook)
     sess = ZLinkSessionSerialExecutor("s", clock=VirtualClock(), error_hook=hook)
     actor.close()
@@ -269,3 +269,42 @@ async def test_SE_3_closed_actor_and_session_coordinators_reject_new_work() -> N
         actor.execute_actor(lambda: None)
     with pytest.raises(ZLinkClosedError):
         sess.execute_application(lambda: None)
+
+
+# ---------------------------------------------------------------- layers, names
+async def test_SE_2_3_actor_and_session_coordinators_own_exactly_one_queue() -> None:
+    clock = VirtualClock()
+    actor = ZLinkActorSerialExecutor("A", clock=clock, error_hook=hook)
+    sess = ZLinkSessionSerialExecutor("s", clock=clock, error_hook=hook)
+    for _ in range(3):
+        actor.execute_actor(lambda: None)
+        actor.execute_lifecycle(lambda: None)
+        sess.execute_application(lambda: None)
+        sess.execute_control(lambda: None)
+        sess.execute_infrastructure(lambda: None)
+    await run_until_idle()
+    assert [q.name for q in actor._scope_queues()] == ["actor:A"]
+    assert [q.name for q in sess._scope_queues()] == ["session:s"]
+    assert not [n for n in vars(actor) if "map" in n or n.endswith("_queues")]
+    assert not [n for n in vars(sess) if "map" in n or n.endswith("_queues")]
+
+
+def test_SE_3_2_every_entry_that_takes_work_is_named_execute() -> None:
+    import inspect
+
+    for cls in (ZLinkSpotSerialExecutor, ZLinkActorSerialExecutor, ZLinkSessionSerialExecutor):
+        takes_work = [n for n, f in inspect.getmembers(cls, inspect.isfunction)
+                      if not n.startswith("_") and "work" in inspect.signature(f).parameters]
+        assert takes_work and all(n.startswith("execute_") for n in takes_work), takes_work
+
+
+@pytest.mark.parametrize("kind", ["spot_wide", "instance"])
+async def test_SE_4_4_spot_wide_timers_make_no_timer_queue(kind: str) -> None:
+    wiring: dict[str, Any] = (
+        {"kind": ZLinkSpotKind.INSTANCE} if kind == "instance" else {"mode": SPOT_WIDE})
+    s = make_spot(**wiring)
+    for name in ("tick", "beat", "tick"):
+        s.execute_timer(name, lambda: None)
+    await run_until_idle()
+    assert s.timer_names() == []
+    assert [q.name for q in s._scope_queues()] == ["spot:S"]

@@ -1,0 +1,71 @@
+"""The traceability index (specs/rules.toml) has no gap, and `zlink rules` finds each kind
+of gap when one is planted in a copy of the checkout."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from zlink_reference.specindex import build_index, rule_ids_in_test_name
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_SE_9_rules_index_has_no_gap() -> None:
+    index = build_index(ROOT)
+    assert index.findings == []
+    assert len(index.rules) >= 50
+    assert all(status in ("checked", "untestable") for *_, status in index.matrix())
+
+
+@pytest.fixture
+def checkout(tmp_path: Path) -> Path:
+    for part in ("specs", "models", "tests"):
+        shutil.copytree(ROOT / part, tmp_path / part,
+                        ignore=shutil.ignore_patterns("__pycache__", "*.out"))
+    return tmp_path
+
+
+def problems(root: Path) -> list[str]:
+    return [f"{f.rule_id}: {f.problem}" for f in build_index(root).findings]
+
+
+def test_a_name_that_does_not_exist_is_a_gap(checkout: Path) -> None:
+    toml = checkout / "specs" / "rules.toml"
+    toml.write_text(toml.read_text().replace('tla = ["NoDoubleDrain", "NoLostWakeup"]',
+                                             'tla = ["NoDoubleDrain", "NoLostWakeUp"]'))
+    assert problems(checkout) == ["SE-6.5: tla: NoLostWakeUp does not exist"]
+
+
+def test_a_rule_without_check_or_reason_is_a_gap(checkout: Path) -> None:
+    toml = checkout / "specs" / "rules.toml"
+    text = toml.read_text()
+    start = text.index('[rules."SE-4.4"]')
+    end = text.index("[rules.", start + 5)
+    toml.write_text(text[:start] + '[rules."SE-4.4"]\n\n' + text[end:])
+    assert problems(checkout) == ["SE-4.4: has neither a check nor an untestable reason"]
+
+
+def test_a_rule_id_no_spec_defines_is_a_gap(checkout: Path) -> None:
+    (checkout / "tests" / "test_planted.py").write_text(
+        "def test_SE_6_9_no_such_rule() -> None:\n    pass\n")
+    assert problems(checkout) == [
+        "SE-6.9: used by test tests/test_planted.py::test_SE_6_9_no_such_rule but defined "
+        "in no spec"]
+
+
+def test_a_spec_rule_missing_from_the_index_is_a_gap(checkout: Path) -> None:
+    spec = checkout / "specs" / "serial-executor.md"
+    spec.write_text(spec.read_text() + "\n### SE-11.1 A new rule (MUST)\n*Intent: x.*\n")
+    assert problems(checkout) == ["SE-11.1: not in specs/rules.toml"]
+
+
+@pytest.mark.parametrize(("name", "ids"), [
+    ("test_SE_10_02_per_actor", ["SE-10.2"]), ("test_SE_6_3_x", ["SE-6.3"]),
+    ("test_SD_1_dispose", ["SD-1"]), ("test_D_11_every", ["D-11"]),
+    ("test_SE_9_names", ["SE-9"]), ("test_readme_example_runs", []),
+])
+def test_rule_ids_are_read_from_test_names(name: str, ids: list[str]) -> None:
+    assert rule_ids_in_test_name(name) == ids
