@@ -18,7 +18,7 @@ from zlink_reference import (
     ZLinkSerialExecutionQueue,
     yield_framework_call,
 )
-from zlink_reference.testing import run_until_idle
+from zlink_reference.testing import TraceRecorder, VirtualClock, run_until_idle
 
 from helpers import Gate, Rig, policy
 
@@ -474,3 +474,28 @@ async def test_SE_6_2_bad_input_is_a_clear_error_with_nothing_inserted() -> None
     with pytest.raises(TypeError, match="policy must be"):
         ZLinkSerialExecutionQueue({"application_message_capacity": 1})  # type: ignore[arg-type]
     assert not rig.trace.events
+
+
+async def test_SE_6_4_waiting_for_the_drive_task_does_not_use_the_owners_budget() -> None:
+    """B's drain takes its first async work and hands it to a task that starts one loop
+    turn later; A's work, run meanwhile, uses 30 ms. That time is A's, not B's: B's
+    slice still runs all its works (D-13)."""
+    clock = VirtualClock()
+    trace = TraceRecorder()
+    b = ZLinkSerialExecutionQueue(policy(owner_time_budget_ms=10), name="B", clock=clock,
+                                  observer=trace)
+    a = ZLinkSerialExecutionQueue(name="A", clock=clock, observer=trace)
+    order: list[str] = []
+
+    def async_work(name: str) -> Any:
+        async def work() -> None:
+            order.append(name)
+        return work
+
+    for i in range(3):
+        b.enqueue(async_work(f"B{i}"))
+    a.enqueue(lambda: (order.append("A"), clock.advance(30)))
+    await run_until_idle()
+    assert order == ["A", "B0", "B1", "B2"]
+    assert [e.event for e in trace.of("B")].count("enter_drain") == 1
+    assert not [e for e in trace.of("B") if e.event == "end_slice"]

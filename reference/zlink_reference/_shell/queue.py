@@ -670,20 +670,32 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
         self._core.enter_drain(self._rt.now())
         self._continue()
 
-    def _continue(self) -> None:
-        nxt = self._run_turns(None, COMPLETED, None)
+    def _continue(self, skew: float = 0) -> None:
+        nxt = self._run_turns(None, COMPLETED, None, skew)
         if nxt is not None:
-            self._rt.loop.create_task(self._drive(*nxt))
+            self._start_drive(*nxt, skew)
+
+    def _start_drive(self, rec: ZLinkWorkHandle[Any], aw: Awaitable[Any], skew: float) -> None:
+        rt = self._rt
+        rt.loop.create_task(self._drive(rec, aw, rt.now(), skew))
 
     def _run_turns(
-        self, prev: ZLinkWorkHandle[Any] | None, outcome: int, value: Any
+        self, prev: ZLinkWorkHandle[Any] | None, outcome: int, value: Any, skew: float = 0
     ) -> tuple[ZLinkWorkHandle[Any], Awaitable[Any]] | None:
         """Hold the drain role: end ``prev``'s turn, then run synchronous works until the
         drain leaves, a resumed work takes the turn, or a work returns an awaitable
-        (returned, for the caller to await on a task)."""
+        (returned, for the caller to await on a task).
+
+        ``skew`` is how long this slice's drain role waited for its task to start; the
+        core is given clock readings minus it, so the time budget counts the time the
+        owner held the loop, not the time it waited behind other owners (D-13)."""
         global _sync_current
         core = self._core
-        now = self._rt.now
+        clock = self._rt.now
+        now: Callable[[], float] = clock
+        if skew:
+            def now() -> float:
+                return clock() - skew
         next_step = core.next_step
         while True:
             rec: ZLinkWorkHandle[Any] | None = next_step(now(), prev, outcome)  # type: ignore[assignment]
@@ -730,8 +742,12 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
                 continue
             return rec, result
 
-    async def _drive(self, rec: ZLinkWorkHandle[Any], aw: Awaitable[Any]) -> None:
+    async def _drive(self, rec: ZLinkWorkHandle[Any], aw: Awaitable[Any], parked_at: float,
+                     skew: float) -> None:
         task = asyncio.current_task()
+        # The work took the turn when the drain made this task; the task starts a loop
+        # turn later, after other owners' callbacks. That wait is not the owner's time.
+        skew += self._rt.now() - parked_at
         while True:
             rec._task = task
             _async_current.set(rec)
@@ -752,7 +768,7 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
                 if not isinstance(exc, Exception):
                     self._hand_off(rec, FAILED, exc)
                     raise
-            nxt = self._run_turns(rec, outcome, value)
+            nxt = self._run_turns(rec, outcome, value, skew)
             if nxt is None:
                 return
             rec, aw = nxt
