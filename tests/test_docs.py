@@ -7,18 +7,21 @@ import json
 import re
 from pathlib import Path
 
+import pytest
+
 from zlink_reference._core.queue import EVENTS
 from zlink_reference.testing.trace import read_trace
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def test_readme_example_runs(capsys: object) -> None:
-    text = (ROOT / "README.md").read_text()
+@pytest.mark.parametrize("doc", ["README.md", "docs/quickstart.md"])
+def test_documented_examples_run(doc: str) -> None:
+    text = (ROOT / doc).read_text()
     blocks = re.findall(r"```python\n(.*?)```", text, re.S)
-    assert blocks, "the README lost its example"
+    assert blocks, f"{doc} lost its example"
     for block in blocks:
-        exec(compile(block, "README.md", "exec"), {"__name__": "readme"})
+        exec(compile(block, doc, "exec"), {"__name__": "example"})
 
 
 def test_readme_names_the_two_commands() -> None:
@@ -44,3 +47,15 @@ def test_trace_format_example_parses() -> None:
                                          "exit_drain"]
     assert all(e.event in EVENTS for e in events)
     json.dumps([e.to_json() for e in events])
+
+
+def test_SE_6_6_design_diagrams_are_generated_from_the_core_tables() -> None:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "make_state_diagrams", ROOT / "docs" / "make_state_diagrams.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    text = (ROOT / "docs" / "design.md").read_text()
+    assert module.refreshed(text) == text, "run: python docs/make_state_diagrams.py --write"

@@ -74,6 +74,7 @@ __all__ = [
     "CANCELLED",
     "COMPLETED",
     "DONE",
+    "DRAIN_TRANSITIONS",
     "EVENTS",
     "FAILED",
     "LANE_NAMES",
@@ -89,10 +90,12 @@ __all__ = [
     "RUNNING",
     "SOURCE_NAMES",
     "SUSPENDED",
+    "WORK_TRANSITIONS",
     "Observer",
     "QueueConfig",
     "QueueCore",
     "WorkRecord",
+    "drain_state",
 ]
 
 # Phases of a work. A work is live from admission until DONE.
@@ -124,6 +127,46 @@ MODE_TIMEOUT: Final = 2  # dispose_after_timeout: closed, the timer runs
 MODE_CANCELLED: Final = 3  # dispose, or the timeout expired: live works being cancelled
 MODE_NAMES: Final = ("open", "safely", "timeout", "cancelled")
 SOURCE_NAMES: Final = ("barrier", "lifecycle", "application")
+
+# The two state machines of a queue, as tables: (state before, transition, state after).
+# docs/design.md draws its diagrams from these tables (scripts/state_diagrams.py), and a
+# property test holds the transitions above to them, so table, code and picture agree.
+#
+# The drain: "idle" (neither flag), "scheduled" (drain_scheduled), "draining" (in a
+# slice, no turn held) and "turn" (in a slice, a work holds the turn).
+DRAIN_TRANSITIONS: Final = (
+    ("idle", "admit [wake]", "scheduled"),
+    ("idle", "transfer [wake]", "scheduled"),
+    ("idle", "requeue [wake]", "scheduled"),
+    ("scheduled", "enter_drain", "draining"),
+    ("draining", "take_next", "turn"),
+    ("turn", "finish", "draining"),
+    ("turn", "yield_turn", "draining"),
+    ("draining", "end_slice [work left]", "scheduled"),
+    ("draining", "end_slice [nothing left]", "idle"),
+    ("draining", "exit_drain", "idle"),
+)
+# A work: its phase from admission to the end, with its transitions.
+WORK_TRANSITIONS: Final = (
+    ("new", "admit", "queued"),
+    ("new", "transfer", "queued"),
+    ("queued", "take_next", "running"),
+    ("running", "finish", "done"),
+    ("running", "yield_turn", "suspended"),
+    ("suspended", "requeue", "requeued"),
+    ("requeued", "take_next [resume]", "running"),
+    ("queued", "cancel", "done"),
+    ("suspended", "cancel", "done"),
+    ("requeued", "cancel", "done"),
+)
+
+
+def drain_state(core: QueueCore) -> str:
+    """The drain state of ``core``, as named in ``DRAIN_TRANSITIONS``."""
+    if core.draining:
+        return "turn" if core.current is not None else "draining"
+    return "scheduled" if core.drain_scheduled else "idle"
+
 
 Observer = Callable[[str, str, dict[str, object]], None]
 """Receives (queue name, event name, fields) for every transition, when attached."""
