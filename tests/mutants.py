@@ -246,22 +246,11 @@ def _spot_module() -> Any:
 def _spotwide_releases_claim_on_yield() -> None:
     spot = _spot_module()
 
-    class NoClaim:
-        __slots__ = ("_handle",)
+    def no_claim(handle: Any) -> None:
+        # Bug: the Actor queue's turn ends as soon as the execution turn is placed.
+        return None
 
-        def __init__(self, handle: Any) -> None:
-            self._handle = handle
-
-        def __await__(self) -> Any:
-            # Bug: wait only until the turn starts running, not until it ends.
-            handle = self._handle
-            while handle.phase == core_queue.QUEUED and not handle.done():
-                yield from __import__("asyncio").sleep(0).__await__()
-            if handle.done():
-                return handle.result()
-            return None
-
-    spot._Completion = NoClaim
+    spot.TurnHold = no_claim
 
 
 @mutant("payload_reserved_twice", "SE-5.3", "PayloadReservedOnce",

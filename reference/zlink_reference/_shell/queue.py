@@ -28,6 +28,7 @@ import asyncio
 import contextvars
 import threading
 from collections.abc import Awaitable, Callable, Generator
+from functools import partial
 from types import CoroutineType
 from typing import Any, Generic, TypeVar, cast
 
@@ -59,6 +60,7 @@ __all__ = [
     "ErrorHook",
     "QueueRuntime",
     "QueueStatistics",
+    "TurnHold",
     "Work",
     "ZLinkSerialExecutionQueue",
     "ZLinkWorkHandle",
@@ -215,17 +217,6 @@ class ZLinkWorkHandle(WorkRecord, Generic[T]):
             yield from fut.__await__()
         return self.result()
 
-    def _completion(self) -> Generator[Any, None, T]:
-        """Wait for the outcome without the reentrancy check: for the one waiter that
-        holds a claim this work is known to need, a SpotWide Actor queue's turn."""
-        if self._outcome == PENDING:
-            aux = self._extra()
-            fut = aux.fut
-            if fut is None or fut.done():
-                fut = aux.fut = self._queue._rt.loop.create_future()
-            yield from fut.__await__()
-        return self.result()
-
     def _settle(self, outcome: int, value: Any) -> None:
         self._outcome = outcome
         self._value = value
@@ -301,6 +292,18 @@ async def yield_framework_call(awaitable: Awaitable[T]) -> T:
     if isinstance(awaitable, asyncio.Future) and awaitable.done():
         return cast(T, awaitable.result())
     return await queue._yield(rec, awaitable)
+
+
+class TurnHold:
+    """Returned by a work to keep its turn until another work ends, without a task: the
+    drain parks and goes on when ``handle`` settles, ending this work with the same
+    outcome. A SpotWide Actor queue's turn returns one for the execution turn it placed
+    on the Spot queue: that held turn is the Actor's claim (SE-4.6)."""
+
+    __slots__ = ("handle",)
+
+    def __init__(self, handle: ZLinkWorkHandle[Any]) -> None:
+        self.handle = handle
 
 
 class QueueAux:
@@ -735,9 +738,14 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
                 prev, outcome, value = rec, FAILED, exc
                 continue
             _sync_current = None
-            if result is None or not (
-                type(result) is CoroutineType or hasattr(result, "__await__")
-            ):
+            if result is None:
+                prev, outcome, value = rec, COMPLETED, None
+                continue
+            if type(result) is TurnHold:
+                # The drain parks with ``rec`` holding the turn (SE-4.6).
+                result.handle.add_done_callback(partial(self._held_done, rec))
+                return None
+            if not (type(result) is CoroutineType or hasattr(result, "__await__")):
                 prev, outcome, value = rec, COMPLETED, result
                 continue
             return rec, result
@@ -772,6 +780,14 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
             if nxt is None:
                 return
             rec, aw = nxt
+
+    def _held_done(self, rec: ZLinkWorkHandle[Any], target: ZLinkWorkHandle[Any]) -> None:
+        """The work ``rec``'s turn was held for ended: end ``rec`` the same way and take
+        the drain role back."""
+        outcome, value = target._outcome, target._value
+        nxt = self._run_turns(rec, outcome, value)
+        if nxt is not None:
+            self._start_drive(*nxt, 0)
 
     def _hand_off(self, rec: ZLinkWorkHandle[Any], outcome: int, value: Any) -> None:
         """End ``rec``'s turn outside the drain loop and pass the drain role to a posted

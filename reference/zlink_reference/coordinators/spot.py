@@ -28,7 +28,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import enum
-from collections.abc import Awaitable, Generator, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from functools import partial
 from threading import get_ident
 from typing import Any
@@ -39,6 +39,7 @@ from .._shell.clock import ZLinkClock
 from .._shell.queue import (
     ErrorHook,
     QueueStatistics,
+    TurnHold,
     Work,
     ZLinkSerialExecutionQueue,
     ZLinkWorkHandle,
@@ -79,19 +80,6 @@ class ZLinkPendingWork:
     work: Work
     payload_bytes: int
     handle: ZLinkWorkHandle[Any]
-
-
-class _Completion:
-    """Awaitable outcome of a transferred turn, awaited by the Actor queue that holds the
-    claim (exempt from the reentrancy check: this wait is the claim itself)."""
-
-    __slots__ = ("_handle",)
-
-    def __init__(self, handle: ZLinkWorkHandle[Any]) -> None:
-        self._handle = handle
-
-    def __await__(self) -> Generator[Any, None, Any]:
-        return self._handle._completion()
 
 
 class ZLinkSpotSerialExecutor(Coordinator):
@@ -189,10 +177,10 @@ class ZLinkSpotSerialExecutor(Coordinator):
         spot = self._spot
         gates = (spot, queue)
 
-        def turn() -> Awaitable[Any]:
+        def turn() -> TurnHold:
             # On the Actor queue's turn: place the execution turn and keep the claim
-            # until it ends (the Actor queue awaits its completion).
-            return _Completion(spot._transfer(wrapped, gates))
+            # (the Actor queue's turn) until it ends.
+            return TurnHold(spot._transfer(wrapped, gates))
 
         turn.__wrapped__ = work  # type: ignore[attr-defined]
         handle = queue.enqueue_with_payload_bytes(turn, payload)
