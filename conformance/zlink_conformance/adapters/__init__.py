@@ -1,0 +1,1 @@
+"""Adapters shipped with the kit: the reference adapter over zlink_reference."""
