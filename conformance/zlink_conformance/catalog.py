@@ -93,8 +93,9 @@ class Case:
         return [c for c in self.capabilities if c not in have]
 
     def covers(self, rule: str) -> bool:
-        """The case checks ``rule`` or a rule under it (``SE-10`` covers ``SE-10.2``)."""
-        return any(r == rule or r.startswith(rule + ".") for r in self.rules)
+        """The case checks ``rule`` or a rule under it: ``SE-10`` covers ``SE-10.2``,
+        ``SD`` covers every SD rule."""
+        return any(_under(r, rule) for r in self.rules)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -111,6 +112,10 @@ class Catalogue:
             if c.id == case_id:
                 return c
         raise KeyError(case_id)
+
+
+def _under(rule: str, family: str) -> bool:
+    return rule == family or rule.startswith((family + ".", family + "-"))
 
 
 # ------------------------------------------------------------------------ loading
@@ -402,9 +407,9 @@ def select(catalogue: Catalogue, only: Sequence[str] = (), skip: Sequence[str] =
            ) -> list[Case]:
     """The cases ``--only``/``--skip`` pick, in catalogue order.
 
-    Each name is a case ID or a rule ID (a rule picks every case that checks it or a rule
-    under it: ``SE-10`` picks ``SE-10.2``). An unknown name raises ``SelectionError``
-    naming it and the nearest known IDs.
+    Each name is a case ID or a rule ID; a rule picks every case that checks it or a rule
+    under it (``SE-10`` picks ``SE-10.2``, ``SD`` every SD rule). An unknown name raises
+    ``SelectionError`` naming it and the nearest known IDs.
     """
     ids = {c.id for c in catalogue.cases}
 
@@ -413,7 +418,7 @@ def select(catalogue: Catalogue, only: Sequence[str] = (), skip: Sequence[str] =
             return {name}
         if name in catalogue.retired:
             raise SelectionError(f"{flag} {name}: case retired ({catalogue.retired[name]})")
-        family = [r for r in catalogue.rules if r == name or r.startswith(name + ".")]
+        family = [r for r in catalogue.rules if _under(r, name)]
         if family:
             return {c.id for c in catalogue.cases if c.covers(name)}
         near = difflib.get_close_matches(name, sorted(ids | set(catalogue.rules)), n=3)

@@ -42,10 +42,14 @@ __all__ = [
     "AdapterProtocolError",
     "Handshake",
     "HandshakeError",
+    "WireTap",
 ]
 
 STDERR_TAIL = 30
 _EOF = None
+
+WireTap = Callable[[str, bytes], None]
+"""Sees every raw line: ("sent", command) or ("received", reply or event)."""
 
 
 class AdapterError(Exception):
@@ -95,7 +99,7 @@ class AdapterProcess:
     """One running adapter. ``argv`` is its command line; ``env`` extra variables."""
 
     def __init__(self, argv: Sequence[str], *, env: Mapping[str, str] | None = None,
-                 cwd: str | None = None) -> None:
+                 cwd: str | None = None, wire_tap: WireTap | None = None) -> None:
         if not argv:
             raise ValueError("the adapter command is empty")
         self.argv = list(argv)
@@ -107,6 +111,7 @@ class AdapterProcess:
         self._stderr_lock = threading.Lock()
         self._next_id = 0
         self._line_no = 0
+        self._tap = wire_tap
         self.handshake: Handshake | None = None
 
     # -------------------------------------------------------------- lifetime
@@ -203,6 +208,8 @@ class AdapterProcess:
             raise self._fail(AdapterCrashedError, f"the adapter {how} while the runner waited for "
                                              f"{waiting_for}")
         self._line_no += 1
+        if self._tap is not None:
+            self._tap("received", raw)
         try:
             return parse_adapter_line(raw, self._line_no)
         except AdapterMessageError as exc:
@@ -225,6 +232,8 @@ class AdapterProcess:
         ident = self._next_id
         self._next_id += 1
         line = json.dumps({"id": ident, **message}, separators=(",", ":")) + "\n"
+        if self._tap is not None:
+            self._tap("sent", line.encode("utf-8"))
         try:
             proc.stdin.write(line.encode("utf-8"))
             proc.stdin.flush()

@@ -28,7 +28,7 @@ from ..catalog import Case, Command
 from ..oracle.checks import Check, CheckContext, match_reply
 from ..oracle.invariants import check_invariants
 from ..oracle.log import CaseLog
-from .process import AdapterError, AdapterProcess, Handshake, HandshakeError
+from .process import AdapterError, AdapterProcess, Handshake, HandshakeError, WireTap
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -136,9 +136,10 @@ class Runner:
     """Runs cases on one adapter command line, restarting the adapter after a failure."""
 
     def __init__(self, argv: Sequence[str], *, timeout: float = DEFAULT_TIMEOUT,
-                 env: Mapping[str, str] | None = None, transcripts: Path | None = None
-                 ) -> None:
+                 env: Mapping[str, str] | None = None, transcripts: Path | None = None,
+                 wire_tap: WireTap | None = None) -> None:
         self.argv = list(argv)
+        self.wire_tap = wire_tap
         self.timeout = timeout
         self.env = dict(env or {})
         self.transcripts = transcripts
@@ -155,7 +156,7 @@ class Runner:
             raise SuiteAbortedError(exc.message, exc.stderr_tail) from None
 
     def _launch(self) -> Handshake:
-        adapter = AdapterProcess(self.argv, env=self.env)
+        adapter = AdapterProcess(self.argv, env=self.env, wire_tap=self.wire_tap)
         self._adapter = adapter
         adapter.start()
         try:
