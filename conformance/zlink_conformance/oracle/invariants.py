@@ -107,7 +107,7 @@ def check_invariants(log: CaseLog, works: Mapping[str, WorkInfo]) -> list[str]:
                            f"(resumed first)")
             else:
                 out.append(f"{_label('WorkLifecycle')} {work}: {ev.name}@{pos} after "
-                           f"{log.describe(work)} (state {now})")
+                           f"{log.describe(work, pos)}")
             state[work] = "done" if ev.name in TERMINAL else now
             continue
         if nxt:

@@ -121,9 +121,10 @@ class CaseLog:
         """Every event of one name, in order."""
         return ((pos, e) for pos, e in self.events if e.name == name)
 
-    def describe(self, work: str) -> str:
-        """A work's events for a failure message: ``accepted@3 started@7``."""
-        items = [f"{e.name}@{pos}" for pos, e in self.of(work)]
+    def describe(self, work: str, before: int | None = None) -> str:
+        """A work's events for a failure message: ``accepted@3 started@7`` (only those
+        before position ``before``, if given)."""
+        items = [f"{e.name}@{pos}" for pos, e in self.of(work) if before is None or pos < before]
         return " ".join(items) if items else "no events"
 
     def transcript(self) -> list[dict[str, Any]]:

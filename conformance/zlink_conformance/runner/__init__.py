@@ -9,9 +9,17 @@ from .process import (
     Handshake,
     HandshakeError,
 )
-from .suite import DEFAULT_TIMEOUT, CaseResult, Runner, SuiteAbortedError, SuiteReport
+from .suite import (
+    DEFAULT_HANDSHAKE_TIMEOUT,
+    DEFAULT_TIMEOUT,
+    CaseResult,
+    Runner,
+    SuiteAbortedError,
+    SuiteReport,
+)
 
 __all__ = [
+    "DEFAULT_HANDSHAKE_TIMEOUT",
     "DEFAULT_TIMEOUT",
     "AdapterCrashedError",
     "AdapterError",

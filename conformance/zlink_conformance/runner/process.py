@@ -109,6 +109,7 @@ class AdapterProcess:
         self._lines: queue.Queue[bytes | None] = queue.Queue()
         self._stderr: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL)
         self._stderr_lock = threading.Lock()
+        self._stderr_thread: threading.Thread | None = None
         self._next_id = 0
         self._line_no = 0
         self._tap = wire_tap
@@ -127,8 +128,10 @@ class AdapterProcess:
         assert self._proc.stdout is not None and self._proc.stderr is not None
         threading.Thread(target=self._read_stdout, args=(self._proc.stdout,),
                          daemon=True, name="zlink-adapter-stdout").start()
-        threading.Thread(target=self._read_stderr, args=(self._proc.stderr,),
-                         daemon=True, name="zlink-adapter-stderr").start()
+        self._stderr_thread = threading.Thread(
+            target=self._read_stderr, args=(self._proc.stderr,), daemon=True,
+            name="zlink-adapter-stderr")
+        self._stderr_thread.start()
 
     def _read_stdout(self, stream: IO[bytes]) -> None:
         try:
@@ -187,26 +190,30 @@ class AdapterProcess:
                 proc.kill()
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     proc.wait(timeout)
-        # give the stderr reader a moment to take the last lines
-        time.sleep(0.01)
+        # let the stderr reader take the last lines (it ends at the pipe's end of file)
+        if self._stderr_thread is not None:
+            self._stderr_thread.join(timeout)
 
     # ------------------------------------------------------------- messages
     def _fail(self, cls: type[AdapterError], message: str) -> AdapterError:
         return cls(message, self.stderr_tail())
 
-    def _next_message(self, deadline: float, waiting_for: str) -> Reply | Event:
+    def _next_message(self, deadline: float, waiting_for: str,
+                      limit: str = "the case timeout") -> Reply | Event:
         remaining = deadline - time.monotonic()
         try:
             raw = self._lines.get(timeout=max(remaining, 0.0)) if remaining > 0 \
                 else self._lines.get_nowait()
         except queue.Empty:
-            raise self._fail(AdapterHungError, f"no answer within the case timeout while waiting "
-                                          f"for {waiting_for}") from None
+            raise self._fail(AdapterHungError, f"no answer within {limit} while waiting for "
+                                               f"{waiting_for}") from None
         if raw is _EOF:
             code = self._exit_code()
             how = f"exited with status {code}" if code is not None else "closed its stdout"
+            if self._stderr_thread is not None:
+                self._stderr_thread.join(1.0)
             raise self._fail(AdapterCrashedError, f"the adapter {how} while the runner waited for "
-                                             f"{waiting_for}")
+                                                  f"{waiting_for}")
         self._line_no += 1
         if self._tap is not None:
             self._tap("received", raw)
@@ -240,7 +247,7 @@ class AdapterProcess:
         except (BrokenPipeError, OSError, ValueError):
             code = self._exit_code()
             raise self._fail(AdapterCrashedError, f"the adapter stopped reading its stdin "
-                                             f"(exit status {code})") from None
+                                                  f"(exit status {code})") from None
         return ident
 
     def request(self, message: Mapping[str, Any], deadline: float,
@@ -265,7 +272,7 @@ class AdapterProcess:
         """The handshake: must be the adapter's first message."""
         ident = self.send({"cmd": "hello", "protocol": PROTOCOL_VERSION})
         try:
-            msg = self._next_message(deadline, "the reply to hello (the handshake)")
+            msg = self._next_message(deadline, "the reply to hello", "the handshake timeout")
         except AdapterError as exc:
             raise HandshakeError(f"handshake failed: {exc.message}", exc.stderr_tail) from None
         if isinstance(msg, Event):

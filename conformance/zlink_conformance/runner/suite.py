@@ -31,6 +31,7 @@ from ..oracle.log import CaseLog
 from .process import AdapterError, AdapterProcess, Handshake, HandshakeError, WireTap
 
 __all__ = [
+    "DEFAULT_HANDSHAKE_TIMEOUT",
     "DEFAULT_TIMEOUT",
     "STATUSES",
     "CaseResult",
@@ -40,6 +41,7 @@ __all__ = [
 ]
 
 DEFAULT_TIMEOUT = 10.0
+DEFAULT_HANDSHAKE_TIMEOUT = 30.0  # an adapter may start a slow runtime (a JVM, a build)
 STATUSES = ("passed", "failed", "error", "skipped")
 
 
@@ -133,13 +135,18 @@ Progress = Callable[[int, int, CaseResult], None]
 
 
 class Runner:
-    """Runs cases on one adapter command line, restarting the adapter after a failure."""
+    """Runs cases on one adapter command line, restarting the adapter after a failure.
+
+    ``timeout`` bounds one case, ``handshake_timeout`` the adapter's start (seconds of
+    wall-clock time; they only tell a hung adapter from a slow one)."""
 
     def __init__(self, argv: Sequence[str], *, timeout: float = DEFAULT_TIMEOUT,
                  env: Mapping[str, str] | None = None, transcripts: Path | None = None,
-                 wire_tap: WireTap | None = None) -> None:
+                 wire_tap: WireTap | None = None,
+                 handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT) -> None:
         self.argv = list(argv)
         self.wire_tap = wire_tap
+        self.handshake_timeout = handshake_timeout
         self.timeout = timeout
         self.env = dict(env or {})
         self.transcripts = transcripts
@@ -160,7 +167,7 @@ class Runner:
         self._adapter = adapter
         adapter.start()
         try:
-            handshake = adapter.hello(time.monotonic() + max(self.timeout, 10.0))
+            handshake = adapter.hello(time.monotonic() + self.handshake_timeout)
         except AdapterError:
             adapter.kill()
             self._adapter = None

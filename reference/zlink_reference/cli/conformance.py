@@ -1,28 +1,5 @@
-"""Run the conformance suite against a runtime's adapter.
-
-  zlink conformance run                         the bundled reference adapter
-  zlink conformance run --adapter "CMD"         any adapter: a command line that speaks
-                                                the protocol on stdin/stdout
-  zlink conformance run --only SE-10.2          cases of one rule (or a case ID; repeatable;
-                                                SE-10 takes every SE-10.x)
-  zlink conformance run --skip ID               leave a case or rule out (repeatable)
-  zlink conformance run --json out.json --junit out.xml
-  zlink conformance run --repeat 20             run 20 times, each with a fresh adapter, and
-                                                fail unless every run gives the same verdicts
-  zlink conformance list                        the cases: ID, strength, rules, capabilities
-
-Each case runs its commands through one adapter process (restarted only after it crashed,
-hung or broke the protocol) and is judged on the adapter's event log; verdicts never
-depend on wall-clock time, which only bounds each case (--timeout) to catch a hung
-adapter. A case needing a capability the adapter did not declare in its handshake is
-reported as skipped.
-
-Exit status: 0 when every selected required case passed (a skipped required case counts
-as not passed unless --allow-skips), 1 otherwise or when repeated runs disagree, 2 for
-bad arguments, invalid case files or an adapter that never completed the handshake.
-The protocol is in specs/adapter-protocol.md, the guide for runtime authors in
-docs/conformance.md.
-"""
+"""`zlink conformance`: run the language-neutral conformance suite against an adapter
+(the usage text is ``run``'s docstring, shown by --help)."""
 
 from __future__ import annotations
 
@@ -40,7 +17,13 @@ from zlink_conformance.report import (
     write_json,
     write_junit,
 )
-from zlink_conformance.runner import DEFAULT_TIMEOUT, Runner, SuiteAbortedError, SuiteReport
+from zlink_conformance.runner import (
+    DEFAULT_HANDSHAKE_TIMEOUT,
+    DEFAULT_TIMEOUT,
+    Runner,
+    SuiteAbortedError,
+    SuiteReport,
+)
 
 __all__ = ["configure", "run"]
 
@@ -49,7 +32,8 @@ def configure(p: argparse.ArgumentParser) -> None:
     """Register ``run`` and ``list`` under ``zlink conformance``."""
     sub = p.add_subparsers(dest="conformance_action", metavar="ACTION")
     run_p = sub.add_parser("run", help="run the cases against an adapter",
-                           description="Run the conformance cases against an adapter process.")
+                           description=run.__doc__,
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
     run_p.add_argument("--adapter", metavar="CMD",
                        help="the adapter's command line, split like a POSIX shell would "
                             "(default: the bundled reference adapter)")
@@ -57,6 +41,10 @@ def configure(p: argparse.ArgumentParser) -> None:
     run_p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
                        help="wall-clock bound of one case; past it the adapter counts as hung "
                             "(default %(default)s)")
+    run_p.add_argument("--handshake-timeout", type=float, default=DEFAULT_HANDSHAKE_TIMEOUT,
+                       metavar="SECONDS",
+                       help="wall-clock bound of the adapter's start, up to its reply to "
+                            "hello (default %(default)s)")
     run_p.add_argument("--json", type=Path, metavar="FILE",
                        help="write a JSON report (every case with its verdict and time_s)")
     run_p.add_argument("--junit", type=Path, metavar="FILE", help="write a JUnit XML report")
@@ -88,7 +76,31 @@ def _filters(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the conformance suite against a runtime's adapter (or list its cases)."""
+    """Run the conformance suite against a runtime's adapter.
+
+      zlink conformance run                         the bundled reference adapter
+      zlink conformance run --adapter "CMD"         any adapter: a command line that speaks
+                                                    the protocol on stdin/stdout
+      zlink conformance run --only SE-10.2          cases of one rule (or a case ID; repeatable;
+                                                    SE-10 takes every SE-10.x)
+      zlink conformance run --skip ID               leave a case or rule out (repeatable)
+      zlink conformance run --json out.json --junit out.xml
+      zlink conformance run --repeat 20             run 20 times, each with a fresh adapter, and
+                                                    fail unless every run gives the same verdicts
+      zlink conformance list                        the cases: ID, strength, rules, capabilities
+
+    Each case runs its commands through one adapter process (restarted only after it crashed,
+    hung or broke the protocol) and is judged on the adapter's event log; verdicts never
+    depend on wall-clock time, which only bounds each case (--timeout) to catch a hung
+    adapter. A case needing a capability the adapter did not declare in its handshake is
+    reported as skipped.
+
+    Exit status: 0 when every selected required case passed (a skipped required case counts
+    as not passed unless --allow-skips), 1 otherwise or when repeated runs disagree, 2 for
+    bad arguments, invalid case files or an adapter that never completed the handshake.
+    The protocol is in specs/adapter-protocol.md, the guide for runtime authors in
+    docs/conformance.md.
+    """
     action = getattr(args, "conformance_action", None)
     if action is None:
         print("zlink conformance: choose an action: run or list (see --help)", file=sys.stderr)
@@ -108,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
     if args.repeat < 1:
         print("zlink conformance: --repeat must be at least 1", file=sys.stderr)
         return 2
-    argv = shlex.split(args.adapter) if args.adapter else reference_adapter_command()
+    argv = shlex.split(args.adapter) if args.adapter is not None else reference_adapter_command()
     if not argv:
         print("zlink conformance: --adapter is empty", file=sys.stderr)
         return 2
@@ -118,7 +130,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"--- run {number}/{args.repeat}")
         reporter = ConsoleReporter(quiet=args.quiet or number > 1, verbose=args.verbose)
         try:
-            with Runner(argv, timeout=args.timeout,
+            with Runner(argv, timeout=args.timeout, handshake_timeout=args.handshake_timeout,
                         transcripts=args.transcripts if number == 1 else None) as runner:
                 report = runner.run(cases, reporter)
         except SuiteAbortedError as exc:
