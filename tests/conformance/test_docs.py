@@ -8,14 +8,14 @@ import json
 import re
 from pathlib import Path
 
-from conftest import child_env
-
 from zlink_conformance.adapters import reference_adapter_command
 from zlink_conformance.catalog import Catalogue, select
 from zlink_conformance.oracle import CHECK_FIELDS, INVARIANTS
 from zlink_conformance.protocol.commands import CASE_COMMANDS, OP_FIELDS
 from zlink_conformance.protocol.wire import CAPABILITIES, EVENT_FIELDS
 from zlink_conformance.runner import Runner
+
+from conftest import child_env
 
 ROOT = Path(__file__).resolve().parents[2]
 GUIDE = (ROOT / "docs" / "conformance.md").read_text()
