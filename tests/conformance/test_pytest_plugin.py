@@ -9,9 +9,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from zlink_conformance.adapters import reference_adapter_command
 
 from conftest import child_env, fake
+
+pytestmark = pytest.mark.slow  # each test runs a child pytest
 
 
 def plugin_args() -> list[str]:

@@ -12,6 +12,8 @@ from zlink_conformance.runner import Runner
 
 from conftest import FAKES, child_env
 
+pytestmark = pytest.mark.slow  # one adapter process per mutant
+
 
 @pytest.mark.parametrize(("mutant", "rule"), [
     ("time_budget_ignored", "SE-10.10"),
