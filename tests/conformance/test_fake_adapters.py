@@ -27,6 +27,7 @@ THREE = ["required_SE_10_02_per_actor_long_work_on_two_actors_overlaps",
     ("missing_field", "event 'started' needs field 'owner'", True),
     ("wrong_reply", "a reply to command 9999", True),
     ("refuse", "the adapter refused it: unsupported: this fake refuses to settle", False),
+    ("late_event", "the adapter wrote 1 event(s) after the previous case's last settle", False),
 ])
 def test_a_misbehaving_adapter_fails_only_the_case_it_broke(
     catalogue: Catalogue, fault: str, message: str, restart: bool,
@@ -37,7 +38,7 @@ def test_a_misbehaving_adapter_fails_only_the_case_it_broke(
     assert [r.status for r in report.results] == ["passed", "error", "passed"]
     broken = report.results[1]
     assert len(broken.messages) == 1 and message in broken.messages[0], broken.messages
-    if fault not in ("crash", "refuse"):
+    if fault not in ("crash", "refuse", "late_event"):
         assert broken.messages[0].startswith("adapter stdout line ")
     assert report.restarts == (1 if restart else 0)
     if fault == "crash":

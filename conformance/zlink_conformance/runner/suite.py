@@ -28,6 +28,7 @@ from ..catalog import Case, Command
 from ..oracle.checks import Check, CheckContext, match_reply
 from ..oracle.invariants import check_invariants
 from ..oracle.log import CaseLog
+from ..protocol.wire import Event
 from .process import AdapterError, AdapterProcess, Handshake, HandshakeError, WireTap
 
 __all__ = [
@@ -251,7 +252,15 @@ class Runner:
             log.reply(reply)
             return ident, reply
 
-        _, reply = send({"cmd": "reset"})
+        stray: list[Event] = []
+        log.sent({"cmd": "reset"})
+        _, reply = adapter.request({"cmd": "reset"}, deadline, stray.append)
+        log.reply(reply)
+        if stray:
+            return "error", [f"the adapter wrote {len(stray)} event(s) after the previous "
+                             f"case's last settle had answered (first: "
+                             f"{stray[0].to_json()}); settle must answer only when nothing "
+                             f"can progress without further input"]
         if not reply.ok:
             return "error", [f"reset refused: {reply.error_kind}: {reply.error_message}"]
         number = 0

@@ -24,6 +24,10 @@ class Misbehaving(ReferenceAdapter):
     def _run_command(self, name: Any, cmd: dict[str, Any]) -> dict[str, Any]:
         if name == "reset":
             self.resets += 1
+            if os.environ.get("FAKE_FAULT") == "late_event" and self.resets == int(
+                    os.environ.get("FAKE_CASE", "2")):
+                # an event of the previous case, after its last settle answered
+                self._out.write(b'{"event":"finished","work":"a","owner":"S/actor:A"}\n')
         if name == "settle" and not self.struck and self.resets == int(
                 os.environ.get("FAKE_CASE", "2")):
             self.struck = True
