@@ -72,6 +72,8 @@ from ..protocol.wire import CAPABILITIES, ENTRIES, PROTOCOL_VERSION
 __all__ = ["PRELOAD_VARIABLE", "ReferenceAdapter", "main"]
 
 PRELOAD_VARIABLE = "ZLINK_ADAPTER_PRELOAD"
+# Loop turns a settle may take; the largest case needs a few hundred.
+SETTLE_TURNS = 100_000
 # The reference's work phases in the protocol's status names.
 ZOMBIE_STATES = {"queued": "queued", "running": "running", "suspended": "yielded",
                  "requeued": "yielded"}
@@ -499,8 +501,14 @@ class ReferenceAdapter:
         return {}
 
     async def settle(self, cmd: dict[str, Any]) -> dict[str, Any]:
-        """Answer once nothing can progress without further input."""
-        await run_until_idle()
+        """Answer once nothing can progress without further input. A runtime that never
+        gets there (a livelock) gets an error reply instead of a hang."""
+        try:
+            await run_until_idle(SETTLE_TURNS)
+        except RuntimeError:
+            raise CommandError("internal", f"the runtime did not become idle within "
+                                           f"{SETTLE_TURNS} event-loop turns (a livelock?)"
+                               ) from None
         return {"now_ms": self._case.clock.now()}
 
     async def close(self, cmd: dict[str, Any]) -> dict[str, Any]:
