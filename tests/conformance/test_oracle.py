@@ -149,6 +149,10 @@ def test_surface_check_names_a_parameter_that_could_steer_the_queue() -> None:
     assert check({"check": "surface"}, TWO, bad) == [
         "actor.execute_actor takes ['queue'], beyond ['work', 'payload_bytes']: a caller "
         "could steer the queue"]
+    odd = {"capabilities": ["actor"], "surface": {"actor": {
+        "execute_actor": "work", "execute_lifecycle": ["work"]}}}
+    assert check({"check": "surface"}, TWO, odd) == [
+        "actor.execute_actor: the parameters must be a list of names"]
     assert check({"check": "surface"}, TWO, {"capabilities": []}) == [
         "the handshake reports no 'surface' (entry points and their parameters)"]
 

@@ -360,7 +360,10 @@ def _surface(f: Mapping[str, Any], log: CaseLog, ctx: CheckContext) -> list[str]
             out.append(f"{type_} entry points are {sorted(got)}, expected {sorted(entries)}")
         for entry, params in entries.items():
             actual = got.get(entry)
-            if not isinstance(actual, list):
+            if actual is None:
+                continue  # reported above as a missing entry point
+            if not isinstance(actual, list) or not all(isinstance(p, str) for p in actual):
+                out.append(f"{type_}.{entry}: the parameters must be a list of names")
                 continue
             extra = [p for p in actual if p not in params]
             if extra:
