@@ -3,6 +3,8 @@ rule has a case, the run is fast, and repeated runs agree to the last event."""
 
 from __future__ import annotations
 
+import pytest
+
 from zlink_conformance.adapters import reference_adapter_command
 from zlink_conformance.catalog import Catalogue
 from zlink_conformance.runner import Runner
@@ -57,3 +59,17 @@ def test_repeated_runs_give_identical_verdicts_and_identical_logs(
         for result in again.results:
             assert result.log is not None
             assert result.log.transcript() == logs[result.case.id], result.case.id
+
+
+@pytest.mark.parametrize("progress", ["lazy", "eager"])
+def test_no_case_depends_on_how_far_the_runtime_gets_between_commands(
+    catalogue: Catalogue, progress: str,
+) -> None:
+    """A multi-threaded runtime may run ahead while the runner sends its next command, or
+    not at all until `settle`. The reference adapter can do either extreme (lazy: the loop
+    turns only in settle; eager: it runs to idle after every command); every case must
+    pass in both, so its checks only rely on what `settle` guarantees."""
+    env = child_env(ZLINK_ADAPTER_PROGRESS=progress)
+    with Runner(reference_adapter_command(), env=env) as runner:
+        report = runner.run(catalogue.cases)
+    assert [(r.case.id, r.messages) for r in report.results if r.status != "passed"] == []

@@ -14,7 +14,10 @@ How it keeps the protocol's promises
   and then the reply are written in one go. So every event that happened before a reply
   is written before it, and nothing happens between commands. ``settle`` is
   ``run_until_idle``: the loop turns until no callback is ready, which is "nothing can
-  progress without further input" for a single-threaded runtime.
+  progress without further input" for a single-threaded runtime. How far the runtime
+  gets while a command other than ``settle`` is carried out is set by
+  ``ZLINK_ADAPTER_PROGRESS`` (``default``, ``lazy``: not at all, ``eager``: until idle);
+  the kit's tests run every case in all three, since a case must not depend on it.
 * **Events come from the runtime, on the work's turn.** A work's code emits ``started``,
   ``resumed``, ``finished``, ``failed`` and ``cancelled`` itself, so they are ordered
   against other works exactly as the runtime ran them. ``yielded`` comes from the queue
@@ -43,7 +46,8 @@ import os
 import runpy
 import sys
 import traceback
-from collections.abc import Callable, Iterable, Mapping
+from asyncio.events import _set_running_loop as set_running_loop
+from collections.abc import Callable, Coroutine, Iterable, Mapping
 from typing import IO, Any, cast
 
 from zlink_reference import (
@@ -69,11 +73,16 @@ from zlink_reference.testing import VirtualClock, run_until_idle
 
 from ..protocol.wire import CAPABILITIES, ENTRIES, PROTOCOL_VERSION
 
-__all__ = ["PRELOAD_VARIABLE", "ReferenceAdapter", "main"]
+__all__ = ["PRELOAD_VARIABLE", "PROGRESS_VARIABLE", "ReferenceAdapter", "main"]
 
 PRELOAD_VARIABLE = "ZLINK_ADAPTER_PRELOAD"
 # Loop turns a settle may take; the largest case needs a few hundred.
 SETTLE_TURNS = 100_000
+# How far the runtime may progress between commands (ZLINK_ADAPTER_PROGRESS): "default"
+# lets the loop turn while a command is carried out; "lazy" turns it only in settle;
+# "eager" runs it until idle after every command. Cases must pass in all three.
+PROGRESS_VARIABLE = "ZLINK_ADAPTER_PROGRESS"
+PROGRESS_MODES = ("default", "lazy", "eager")
 # The reference's work phases in the protocol's status names.
 ZOMBIE_STATES = {"queued": "queued", "running": "running", "suspended": "yielded",
                  "requeued": "yielded"}
@@ -211,7 +220,11 @@ class CaseState:
 class ReferenceAdapter:
     """Serves the protocol over ``zlink_reference`` on the given streams."""
 
-    def __init__(self, stdin: IO[bytes], stdout: IO[bytes], stderr: IO[str]) -> None:
+    def __init__(self, stdin: IO[bytes], stdout: IO[bytes], stderr: IO[str],
+                 progress: str = "default") -> None:
+        if progress not in PROGRESS_MODES:
+            raise ValueError(f"progress must be one of {', '.join(PROGRESS_MODES)}")
+        self._progress = progress
         self._in = stdin
         self._out = stdout
         self._err = stderr
@@ -288,7 +301,26 @@ class ReferenceAdapter:
         if handler is None:
             raise CommandError("bad_command", f"unknown command {name!r}")
         self._live = True
-        return self._case.loop.run_until_complete(handler(cmd))
+        loop = self._case.loop
+        if self._progress == "lazy" and name != "settle":
+            return self._without_turning(handler(cmd))
+        fields: dict[str, Any] = loop.run_until_complete(handler(cmd))
+        if self._progress == "eager":
+            loop.run_until_complete(run_until_idle(SETTLE_TURNS))
+        return fields
+
+    def _without_turning(self, step: Coroutine[Any, Any, dict[str, Any]]) -> dict[str, Any]:
+        """Carry out a command without letting the loop run anything else (lazy mode):
+        the handler runs with the case's loop set as the running loop and never waits."""
+        set_running_loop(self._case.loop)
+        try:
+            step.send(None)
+        except StopIteration as done:
+            return cast("dict[str, Any]", done.value)
+        finally:
+            set_running_loop(None)
+        step.close()
+        raise CommandError("internal", "a command handler waited in lazy mode")
 
     def _handlers(self) -> dict[str, Callable[[dict[str, Any]], Any]]:
         return {
@@ -847,7 +879,12 @@ def main() -> int:
             sys.stderr.write(f"[reference-adapter] {PRELOAD_VARIABLE}={preload} failed:\n")
             traceback.print_exc(file=sys.stderr)
             return 3
-    adapter = ReferenceAdapter(sys.stdin.buffer, sys.stdout.buffer, sys.stderr)
+    progress = os.environ.get(PROGRESS_VARIABLE, "default")
+    if progress not in PROGRESS_MODES:
+        sys.stderr.write(f"[reference-adapter] {PROGRESS_VARIABLE} must be one of "
+                         f"{', '.join(PROGRESS_MODES)}, not {progress!r}\n")
+        return 2
+    adapter = ReferenceAdapter(sys.stdin.buffer, sys.stdout.buffer, sys.stderr, progress)
     return adapter.serve()
 
 
