@@ -7,13 +7,14 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
-from . import models, rules, verify
+from . import conformance, models, rules, verify
 
 Command = tuple[str, Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]
 
 COMMANDS: list[Command] = [
     ("verify", verify.configure, verify.run),
     ("models", models.configure, models.run),
+    ("conformance", conformance.configure, conformance.run),
     ("rules", rules.configure, rules.run),
 ]
 

@@ -1,9 +1,10 @@
 """Run every check of the project and print one summary table.
 
 Steps (each a separate process, so one failing never hides another):
-  tests      the pytest suite (unit, property machines in the ci profile, mutants)
-  types      mypy --strict on the packages
-  lint       ruff on the whole tree
+  tests        the pytest suite (unit, property machines in the ci profile, mutants)
+  conformance  the conformance suite against the reference adapter
+  types        mypy --strict on the packages
+  lint         ruff on the whole tree
 
 `--fast` runs a quick subset (unit tests without the slow ones, types, lint).
 Exit status is 0 only when every selected step passed.
@@ -35,6 +36,8 @@ def steps(root: Path) -> list[Step]:
     return [
         Step("tests", "pytest suite", [py, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
              [py, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "not slow"]),
+        Step("conformance", "conformance suite, reference adapter",
+             [py, "-m", "zlink_reference.cli.main", "conformance", "run", "-q"]),
         Step("types", "mypy --strict", [py, "-m", "mypy"]),
         Step("lint", "ruff check", [py, "-m", "ruff", "check", "."]),
     ]

@@ -1,0 +1,413 @@
+"""The expectations a case states, and how each is judged against the log.
+
+A check is ``{"check": KIND, ...fields, "why": "optional explanation"}``. A check inside
+a case's ``steps`` is judged on the log up to that point (right after a ``settle``, that
+is a state nothing can change without more input); the checks in ``expect`` are judged
+once the steps are done and a last ``settle`` answered.
+
+Every check looks only at positions in the log, never at clocks. The table ``CHECKS``
+is the whole vocabulary; ``specs/adapter-protocol.md`` and ``docs/conformance.md``
+describe each kind and ``case.schema.json`` mirrors ``CHECK_FIELDS``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from collections.abc import Callable, Mapping
+from typing import Any, Final
+
+from ..protocol.wire import (
+    ENTRY_PARAMETERS,
+    ERROR_KINDS,
+    EVENT_FIELDS,
+    ID_PATTERN,
+    OUTCOMES,
+    REJECT_REASONS,
+)
+from .log import CaseLog
+
+__all__ = ["CHECK_FIELDS", "STATUSES", "Check", "CheckContext", "match_reply", "parse_check"]
+
+STATUSES: Final = ("unknown", "rejected", "queued", "running", "yielded", "finished",
+                   "failed", "cancelled")
+
+# Field kinds as in protocol.commands, plus: "works" (non-empty list of work names),
+# "work_list" (possibly empty), "status_map",
+# "event_refs" ("event:work" strings), "event_names", "kinds", "values_list",
+# "string_list". "!" marks a required field.
+CHECK_FIELDS: Final[Mapping[str, Mapping[str, str]]] = {
+    "status": {"works": "!status_map"},
+    "order": {"events": "!event_refs"},
+    "start_order": {"works": "!works"},
+    "overlap": {"works": "!works"},
+    "no_overlap": {"works": "!works"},
+    "rejected": {"work": "!id", "reason": "!enum:" + "|".join(REJECT_REASONS)},
+    "errors": {"work": "!id", "kinds": "!kinds"},
+    "waited": {"work": "!id", "target": "!id", "outcome": "!enum:" + "|".join(OUTCOMES)},
+    "snapshots": {"work": "!id", "values": "!values_list"},
+    "events": {"work": "!id", "events": "!event_names"},
+    "failed": {"work": "!id", "message": "!string"},
+    "waiter": {"waiter": "!id", "returned": "!bool", "error": "enum:" + "|".join(ERROR_KINDS),
+               "errors": "string_list", "cancelled": "work_list", "abandoned": "work_list"},
+    "zombies": {"works": "!works"},
+    "surface": {},
+}
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class CheckContext:
+    """What a check may consult besides the log: the adapter's handshake."""
+
+    handshake: Mapping[str, Any]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Check:
+    """One parsed expectation."""
+
+    kind: str
+    fields: Mapping[str, Any]
+    why: str = ""
+
+    def works(self) -> list[str]:
+        """Every work name the check mentions (the loader checks they exist)."""
+        f = self.fields
+        names: list[str] = []
+        for key in ("work", "target"):
+            if isinstance(f.get(key), str):
+                names.append(f[key])
+        for key in ("works", "cancelled", "abandoned"):
+            value = f.get(key)
+            if isinstance(value, list):
+                names += value
+            elif isinstance(value, dict):
+                names += list(value)
+        for ref in f.get("events", []) if self.kind == "order" else []:
+            names.append(ref.split(":", 1)[1])
+        return names
+
+    def evaluate(self, log: CaseLog, ctx: CheckContext) -> list[str]:
+        """Failure messages (empty when the expectation holds)."""
+        problems = _EVALUATORS[self.kind](self.fields, log, ctx)
+        if problems and self.why:
+            problems = [f"{p} ({self.why})" for p in problems]
+        return problems
+
+    def describe(self) -> str:
+        """A short text of the check for reports."""
+        body = ", ".join(f"{k}={v!r}" for k, v in self.fields.items())
+        return f"{self.kind}({body})"
+
+
+# ------------------------------------------------------------------------ parsing
+def _kind_problem(name: str, kind: str, value: Any) -> str | None:
+    def names_ok(v: Any) -> bool:
+        return isinstance(v, list) and all(
+            isinstance(x, str) and ID_PATTERN.fullmatch(x) for x in v)
+
+    if kind == "id":
+        ok = isinstance(value, str) and bool(ID_PATTERN.fullmatch(value))
+    elif kind == "bool":
+        ok = isinstance(value, bool)
+    elif kind == "string":
+        ok = isinstance(value, str)
+    elif kind.startswith("enum:"):
+        ok = value in kind[5:].split("|")
+    elif kind == "works":
+        ok = names_ok(value) and len(value) > 0
+    elif kind == "work_list":
+        ok = names_ok(value)
+    elif kind == "status_map":
+        ok = isinstance(value, dict) and bool(value) and names_ok(list(value)) and all(
+            v in STATUSES for v in value.values())
+    elif kind == "event_refs":
+        ok = isinstance(value, list) and len(value) >= 2 and all(
+            isinstance(r, str) and r.count(":") == 1 and r.split(":")[0] in EVENT_FIELDS
+            and ID_PATTERN.fullmatch(r.split(":")[1]) for r in value)
+    elif kind == "event_names":
+        ok = isinstance(value, list) and all(v in EVENT_FIELDS for v in value)
+    elif kind == "kinds":
+        ok = isinstance(value, list) and all(v in ERROR_KINDS for v in value)
+    elif kind == "values_list":
+        ok = isinstance(value, list) and all(isinstance(v, dict) for v in value)
+    elif kind == "string_list":
+        ok = isinstance(value, list) and all(isinstance(v, str) for v in value)
+    else:  # pragma: no cover - the table above names only these kinds
+        ok = False
+    if ok:
+        return None
+    hints = {
+        "status_map": f"an object mapping work names to one of {', '.join(STATUSES)}",
+        "event_refs": "a list of at least two 'event:work' strings",
+        "event_names": "a list of event names",
+        "kinds": f"a list of error kinds ({', '.join(ERROR_KINDS)})",
+        "works": "a non-empty list of work names",
+    }
+    return f"{name!r} must be {hints.get(kind, kind)}"
+
+
+def parse_check(obj: Any, where: str) -> tuple[Check | None, list[str]]:
+    """Parse one check object; returns the check, or None with the problems."""
+    if not isinstance(obj, dict):
+        return None, [f"{where}: a check must be an object"]
+    kind = obj.get("check")
+    table = CHECK_FIELDS.get(kind) if isinstance(kind, str) else None
+    if table is None or not isinstance(kind, str):
+        return None, [f"{where}: unknown check {kind!r} (checks: {', '.join(CHECK_FIELDS)})"]
+    problems = []
+    for key in obj:
+        if key not in table and key not in ("check", "why"):
+            problems.append(f"{where}: check {kind!r} has no field {key!r}")
+    if "why" in obj and not isinstance(obj["why"], str):
+        problems.append(f"{where}: 'why' must be a string")
+    for key, spec in table.items():
+        if key not in obj:
+            if spec.startswith("!"):
+                problems.append(f"{where}: check {kind!r} needs {key!r}")
+            continue
+        problem = _kind_problem(key, spec.lstrip("!"), obj[key])
+        if problem:
+            problems.append(f"{where}: {problem}")
+    if problems:
+        return None, problems
+    fields = {k: v for k, v in obj.items() if k not in ("check", "why")}
+    return Check(kind, fields, obj.get("why", "")), []
+
+
+# --------------------------------------------------------------------- evaluators
+Evaluator = Callable[[Mapping[str, Any], CaseLog, CheckContext], list[str]]
+
+
+def _status(f: Mapping[str, Any], log: CaseLog, ctx: CheckContext) -> list[str]:
+    out = []
+    for work, want in f["works"].items():
+        got = log.status(work)
+        if got != want:
+            out.append(f"{work}: expected status {want}, got {got} ({log.describe(work)})")
+    return out
+
+
+def _order(f: Mapping[str, Any], log: CaseLog, ctx: CheckContext) -> list[str]:
+    positions = []
+    for ref in f["events"]:
+        name, work = ref.split(":")
+        pos = log.first(name, work)
+        if pos is None:
+            return [f"{ref} never happened ({work}: {log.describe(work)})"]
+        positions.append((pos, ref))
+    out = []
+    for (p1, r1), (p2, r2) in itertools.pairwise(positions):
+        if not p1 < p2:
+            out.append(f"expected {r1} before {r2}, but {r2}@{p2} came before {r1}@{p1}")
+    return out
+
+
+def _start_order(f: Mapping[str, Any], log: CaseLog, ctx: CheckContext) -> list[str]:
+    starts = []
+    for work in f["works"]:
+        pos = log.first("started", work)
+        if pos is None:
+            return [f"{work} never started ({log.describe(work)})"]
+        starts.append((pos, work))
+    actual = [w for _, w in sorted(starts)]
+    if actual != list(f["works"]):
+        return [f"expected start order {' '.join(f['works'])}, got {' '.join(actual)}"]
+    return []
+
+
+def _lifetimes(works: list[str], log: CaseLog) -> tuple[dict[str, Any], list[str]]:
+    spans = {}
+    missing = []
+    for work in works:
+        span = log.lifetime(work)
+        if span is None:
+            missing.append(f"{work} never started ({log.describe(work)})")
+        spans[work] = span
+    return spans, missing
+
+
+def _overlap(f: Mapping[str, Any], log: CaseLog, ctx: CheckContext) -> list[str]:
+    spans, missing = _lifetimes(f["works"], log)
+    if missing:
+        return missing
+    works = list(f["works"])
+    out = []
+    for i, a in enumerate(works):
+        for b in works[i + 1:]:
+            if not spans[a].overlaps(spans[b]):
+                out.append(f"{a} and {b} never were in progress at the same time "
+                           f"({a}: {log.describe(a)}; {b}: {log.describe(b)})")
+    return out
+
+
+def _no_overlap(f: Mapping[str, Any], log: CaseLog, ctx: CheckContext) -> list[str]:
+    spans, missing = _lifetimes(f["works"], log)
+    if missing:
+        return missing
+    works = list(f["works"])
+    out = []
+    for i, a in enumerate(works):
+        for b in works[i + 1:]:
+            if spans[a].overlaps(spans[b]):
+                out.append(f"{a} and {b} were in progress at the same time "
+                           f"({a}: {log.describe(a)}; {b}: {log.describe(b)})")
+    return out
+
+
+def _rejected(f: Mapping[str, Any], log: CaseLog, ctx: CheckContext) -> list[str]:
+    work = f["work"]
+    reasons = [e.fields["reason"] for _, e in log.of(work) if e.name == "rejected"]
+    if not reasons:
+        return [f"{work}: expected a rejection ({f['reason']}), got {log.describe(work)}"]
+    if reasons[0] != f["reason"]:
+        return [f"{work}: expected rejection reason {f['reason']}, got {reasons[0]}"]
+    return []
+
+
+def _errors(f: Mapping[str, Any], log: CaseLog, ctx: CheckContext) -> list[str]:
+    work = f["work"]
+    kinds = [e.fields["kind"] for _, e in log.of(work) if e.name == "error"]
+    if kinds != list(f["kinds"]):
+        return [f"{work}: expected errors {f['kinds']}, got {kinds} ({log.describe(work)})"]
+    return []
+
+
+def _waited(f: Mapping[str, Any], log: CaseLog, ctx: CheckContext) -> list[str]:
+    work = f["work"]
+    seen = [(e.fields["target"], e.fields["outcome"]) for _, e in log.of(work)
+            if e.name == "waited"]
+    want = (f["target"], f["outcome"])
+    if want not in seen:
+        return [f"{work}: expected to wait for {want[0]} until it {want[1]}, "
+                f"got {seen or 'no wait'} ({log.describe(work)})"]
+    return []
+
+
+def _snapshots(f: Mapping[str, Any], log: CaseLog, ctx: CheckContext) -> list[str]:
+    work = f["work"]
+    seen = [dict(e.fields["values"]) for _, e in log.of(work) if e.name == "snapshot"]
+    if seen != list(f["values"]):
+        return [f"{work}: expected snapshots {f['values']}, got {seen}"]
+    return []
+
+
+def _events(f: Mapping[str, Any], log: CaseLog, ctx: CheckContext) -> list[str]:
+    work = f["work"]
+    got = log.names(work)
+    if got != list(f["events"]):
+        return [f"{work}: expected events {' '.join(f['events'])}, got {' '.join(got) or 'none'}"]
+    return []
+
+
+def _failed(f: Mapping[str, Any], log: CaseLog, ctx: CheckContext) -> list[str]:
+    work = f["work"]
+    messages = [e.fields["message"] for _, e in log.of(work) if e.name == "failed"]
+    if messages != [f["message"]]:
+        return [f"{work}: expected to fail with {f['message']!r}, got {log.describe(work)}"
+                + (f" with {messages}" if messages else "")]
+    return []
+
+
+def _waiter(f: Mapping[str, Any], log: CaseLog, ctx: CheckContext) -> list[str]:
+    waiter = f["waiter"]
+    found = [e for _, e in log.named("returned") if e.fields.get("waiter") == waiter]
+    if not f["returned"]:
+        return [f"waiter {waiter} returned, expected it still waiting"] if found else []
+    if not found:
+        return [f"waiter {waiter} has not returned"]
+    got = found[0].fields
+    out = []
+    if got.get("error") != f.get("error"):
+        out.append(f"waiter {waiter}: expected error {f.get('error')}, got {got.get('error')}")
+    if "errors" in f and list(got.get("errors", [])) != list(f["errors"]):
+        out.append(f"waiter {waiter}: expected reported errors {f['errors']}, "
+                   f"got {got.get('errors', [])}")
+    for key in ("cancelled", "abandoned"):
+        if key in f and sorted(got.get(key, [])) != sorted(f[key]):
+            out.append(f"waiter {waiter}: expected {key} {sorted(f[key])}, "
+                       f"got {sorted(got.get(key, []))}")
+    return out
+
+
+def _zombies(f: Mapping[str, Any], log: CaseLog, ctx: CheckContext) -> list[str]:
+    got = sorted({e.fields["work"] for _, e in log.named("zombie")})
+    if got != sorted(f["works"]):
+        return [f"expected zombies {sorted(f['works'])}, got {got}"]
+    return []
+
+
+def _surface(f: Mapping[str, Any], log: CaseLog, ctx: CheckContext) -> list[str]:
+    """SE-3.1 / SE-10.1 through the process boundary: the entry points the adapter says
+    its runtime offers are exactly the spec's, and none takes anything that could pick a
+    queue."""
+    surface = ctx.handshake.get("surface")
+    if not isinstance(surface, dict):
+        return ["the handshake reports no 'surface' (entry points and their parameters)"]
+    caps = set(ctx.handshake.get("capabilities", []))
+    present = {"spot": any(c.startswith("spot.") for c in caps), "actor": "actor" in caps,
+               "session": "session" in caps}
+    out = []
+    for type_, entries in ENTRY_PARAMETERS.items():
+        if not present[type_]:
+            continue
+        got = surface.get(type_)
+        if not isinstance(got, dict):
+            out.append(f"the surface lists no {type_} coordinator although a capability "
+                       f"says it exists")
+            continue
+        if sorted(got) != sorted(entries):
+            out.append(f"{type_} entry points are {sorted(got)}, expected {sorted(entries)}")
+        for entry, params in entries.items():
+            actual = got.get(entry)
+            if actual is None:
+                continue  # reported above as a missing entry point
+            if not isinstance(actual, list) or not all(isinstance(p, str) for p in actual):
+                out.append(f"{type_}.{entry}: the parameters must be a list of names")
+                continue
+            extra = [p for p in actual if p not in params]
+            if extra:
+                out.append(f"{type_}.{entry} takes {extra}, beyond {list(params)}: a caller "
+                           f"could steer the queue")
+            missing = [p for p in params if p not in actual]
+            if missing:
+                out.append(f"{type_}.{entry} lacks {missing}")
+    return out
+
+
+_EVALUATORS: Final[Mapping[str, Evaluator]] = {
+    "status": _status, "order": _order, "start_order": _start_order, "overlap": _overlap,
+    "no_overlap": _no_overlap, "rejected": _rejected, "errors": _errors, "waited": _waited,
+    "snapshots": _snapshots, "events": _events, "failed": _failed, "waiter": _waiter,
+    "zombies": _zombies, "surface": _surface,
+}
+assert set(_EVALUATORS) == set(CHECK_FIELDS)
+
+
+def match_reply(expected: Any, actual: Any, path: str = "reply") -> list[str]:
+    """A reply expectation: objects match as subsets (keys not named are not checked),
+    lists of objects with a ``work`` key match in any order, anything else exactly."""
+    if isinstance(expected, dict):
+        if not isinstance(actual, dict):
+            return [f"{path}: expected an object, got {actual!r}"]
+        out = []
+        for key, value in expected.items():
+            if key not in actual:
+                out.append(f"{path}.{key}: missing (expected {value!r})")
+            else:
+                out += match_reply(value, actual[key], f"{path}.{key}")
+        return out
+    if isinstance(expected, list):
+        if not isinstance(actual, list) or len(actual) != len(expected):
+            return [f"{path}: expected {expected!r}, got {actual!r}"]
+        if all(isinstance(x, dict) and "work" in x for x in expected) and all(
+                isinstance(x, dict) and "work" in x for x in actual):
+            expected = sorted(expected, key=lambda x: str(x["work"]))
+            actual = sorted(actual, key=lambda x: str(x["work"]))
+        out = []
+        for i, (e, a) in enumerate(zip(expected, actual, strict=True)):
+            out += match_reply(e, a, f"{path}[{i}]")
+        return out
+    if expected != actual or type(expected) is not type(actual):
+        return [f"{path}: expected {expected!r}, got {actual!r}"]
+    return []

@@ -1,0 +1,109 @@
+"""Console output: one progress line per case, the reasons of every case that did not
+pass, and a summary by rule that ends in the run's verdict."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from typing import TextIO
+
+from ..catalog import Case, Catalogue
+from ..runner.suite import CaseResult, SuiteReport
+
+__all__ = ["ConsoleReporter", "print_catalogue", "print_summary"]
+
+_MARK = {"passed": "pass", "failed": "FAIL", "error": "ERROR", "skipped": "skip"}
+
+
+class ConsoleReporter:
+    """Prints ``[ 3/74] case-id ... pass (2 ms)`` as each case ends; with ``quiet`` only
+    the cases that did not pass. Reasons and the adapter's stderr tail follow a case that
+    failed or errored."""
+
+    def __init__(self, stream: TextIO | None = None, *, quiet: bool = False,
+                 verbose: bool = False) -> None:
+        self.stream = stream or sys.stdout
+        self.quiet = quiet
+        self.verbose = verbose
+
+    def __call__(self, index: int, total: int, result: CaseResult) -> None:
+        if self.quiet and result.status in ("passed", "skipped"):
+            return
+        width = len(str(total))
+        ms = result.seconds * 1000
+        line = f"[{index:>{width}}/{total}] {result.case.id} ... {_MARK[result.status]}"
+        if result.status != "skipped":
+            line += f" ({ms:.0f} ms)"
+        self.stream.write(line + "\n")
+        if result.status != "passed" and (result.status != "skipped" or self.verbose):
+            for message in result.messages:
+                self.stream.write(f"      {message}\n")
+        if result.stderr_tail:
+            self.stream.write("      adapter stderr (last lines):\n")
+            for text in result.stderr_tail[-12:]:
+                self.stream.write(f"      | {text}\n")
+        self.stream.flush()
+
+
+def print_summary(report: SuiteReport, *, allow_skips: bool = False,
+                  stream: TextIO | None = None) -> None:
+    """The table by rule, the totals and the verdict line."""
+    out = stream or sys.stdout
+    rows = report.by_rule()
+    out.write("\n")
+    out.write(f"{'rule':10s} {'cases':>5s} {'pass':>5s} {'fail':>5s} {'error':>5s} {'skip':>5s}\n")
+    out.write(f"{'-' * 10} {'-' * 5} {'-' * 5} {'-' * 5} {'-' * 5} {'-' * 5}\n")
+    for rule, counts in rows.items():
+        total = sum(counts.values())
+        out.write(f"{rule:10s} {total:5d} {counts['passed']:5d} {counts['failed']:5d} "
+                  f"{counts['error']:5d} {counts['skipped']:5d}\n")
+    out.write("\n")
+    hs = report.handshake
+    if hs is not None:
+        out.write(f"runtime: {hs.name}; adapter: {' '.join(report.adapter)}\n")
+        if hs.unknown_capabilities:
+            out.write(f"capabilities this runner does not know (ignored): "
+                      f"{', '.join(hs.unknown_capabilities)}\n")
+    total = len(report.results)
+    parts = [f"{report.count(s)} {s}" for s in ("passed", "failed", "error", "skipped")]
+    out.write(f"{total} cases in {report.seconds:.2f} s: {', '.join(parts)}"
+              f"{f'; adapter restarted {report.restarts} time(s)' if report.restarts else ''}\n")
+    req = [r for r in report.results if r.case.required]
+    out.write(f"required: {sum(r.status == 'passed' for r in req)}/{len(req)} passed\n")
+    skipped_req = [r.case.id for r in req if r.status == "skipped"]
+    if skipped_req:
+        verb = ("not run (allowed by --allow-skips)" if allow_skips
+                else "NOT RUN (counts as not passed)")
+        out.write(f"required cases {verb}, for capabilities the adapter did not declare:\n")
+        for case_id in skipped_req:
+            out.write(f"  {case_id}\n")
+    bad = [r.case.id for r in req if r.status in ("failed", "error")]
+    if bad:
+        out.write("required cases that did not pass:\n")
+        for case_id in bad:
+            out.write(f"  {case_id}\n")
+    ok = report.success(allow_skips=allow_skips)
+    out.write("conformance: " + ("every required case passed" if ok else "NOT CONFORMING") + "\n")
+    out.flush()
+
+
+def print_catalogue(catalogue: Catalogue, cases: Sequence[Case], *, stream: TextIO | None = None
+                    ) -> None:
+    """``zlink conformance list``: each case with strength, rules and capabilities, then
+    each rule with the number of cases that check it."""
+    out = stream or sys.stdout
+    for case in cases:
+        caps = ", ".join(case.capabilities) or "-"
+        out.write(f"{case.id}\n    {case.strength}; rules {', '.join(case.rules)}; "
+                  f"capabilities {caps}\n    {case.intent}\n")
+    out.write("\nrules:\n")
+    for rule, text in catalogue.rules.items():
+        n = sum(1 for c in cases if rule in c.rules)
+        out.write(f"  {rule:9s} {n:3d} case(s)  {text}\n")
+    if catalogue.retired:
+        out.write("\nretired case IDs (never reuse):\n")
+        for case_id, why in catalogue.retired.items():
+            out.write(f"  {case_id}: {why}\n")
+    required = sum(1 for c in cases if c.required)
+    out.write(f"\n{len(cases)} cases ({required} required, {len(cases) - required} optional)\n")
+    out.flush()

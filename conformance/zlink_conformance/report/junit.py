@@ -1,0 +1,54 @@
+"""JUnit XML (``--junit FILE``), so a CI system shows each case as a test: classname is
+the case's strength, name its ID, time its duration; a failed case is a <failure>, an
+adapter problem an <error>, a missing capability <skipped>."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from ..runner.suite import SuiteReport
+
+__all__ = ["junit_xml", "write_junit"]
+
+
+def junit_xml(report: SuiteReport) -> str:
+    """The report as a JUnit XML document."""
+    suite = ET.Element("testsuite", {
+        "name": "zlink-conformance",
+        "tests": str(len(report.results)),
+        "failures": str(report.count("failed")),
+        "errors": str(report.count("error")),
+        "skipped": str(report.count("skipped")),
+        "time": f"{report.seconds:.3f}",
+    })
+    props = ET.SubElement(suite, "properties")
+    ET.SubElement(props, "property", {"name": "adapter", "value": " ".join(report.adapter)})
+    if report.handshake is not None:
+        ET.SubElement(props, "property", {"name": "runtime", "value": report.handshake.name})
+    for result in report.results:
+        case = ET.SubElement(suite, "testcase", {
+            "classname": f"zlink.conformance.{result.case.strength}",
+            "name": result.case.id,
+            "time": f"{result.seconds:.4f}",
+        })
+        text = "\n".join(result.messages)
+        if result.stderr_tail:
+            text += "\nadapter stderr (last lines):\n" + "\n".join(result.stderr_tail)
+        first = result.messages[0] if result.messages else result.status
+        if result.status == "failed":
+            ET.SubElement(case, "failure", {"message": first}).text = text
+        elif result.status == "error":
+            ET.SubElement(case, "error", {"message": first}).text = text
+        elif result.status == "skipped":
+            ET.SubElement(case, "skipped", {"message": first})
+        ET.SubElement(case, "system-out").text = "rules: " + ", ".join(result.case.rules)
+    ET.indent(suite)
+    return ET.tostring(suite, encoding="unicode", xml_declaration=True) + "\n"
+
+
+def write_junit(report: SuiteReport, path: str | Path) -> None:
+    """Write the JUnit XML report to ``path``."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(junit_xml(report), encoding="utf-8")

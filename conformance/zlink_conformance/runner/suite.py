@@ -1,0 +1,311 @@
+"""Running cases against an adapter: one process for many cases, a verdict per case.
+
+For each selected case the runner sends ``reset``, then the case's steps in order
+(commands, and checks judged on the log so far), then one last ``settle``; it judges the
+case's ``expect`` checks and the invariants every log must satisfy
+(``runner.invariants``). A case whose capability the adapter did not declare is skipped,
+and says which capability it needed. If the adapter dies, hangs or breaks the protocol,
+that case is an error (with the adapter's last stderr lines) and the next case gets a
+fresh adapter.
+
+Verdicts: ``passed``; ``failed`` (the runtime behaved differently from the case);
+``error`` (the adapter crashed, hung, broke the protocol or refused a command);
+``skipped`` (a capability is missing). A run succeeds when every selected required case
+passed.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import json
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..catalog import Case, Command
+from ..oracle.checks import Check, CheckContext, match_reply
+from ..oracle.invariants import check_invariants
+from ..oracle.log import CaseLog
+from ..protocol.wire import Event
+from .process import AdapterError, AdapterProcess, Handshake, HandshakeError, WireTap
+
+__all__ = [
+    "DEFAULT_HANDSHAKE_TIMEOUT",
+    "DEFAULT_TIMEOUT",
+    "STATUSES",
+    "CaseResult",
+    "Runner",
+    "SuiteAbortedError",
+    "SuiteReport",
+]
+
+DEFAULT_TIMEOUT = 10.0
+DEFAULT_HANDSHAKE_TIMEOUT = 30.0  # an adapter may start a slow runtime (a JVM, a build)
+STATUSES = ("passed", "failed", "error", "skipped")
+
+
+class SuiteAbortedError(Exception):
+    """The run cannot go on: the adapter never completed the handshake."""
+
+    def __init__(self, message: str, stderr_tail: Sequence[str] = ()) -> None:
+        super().__init__(message)
+        self.message = message
+        self.stderr_tail = list(stderr_tail)
+
+
+@dataclasses.dataclass(slots=True)
+class CaseResult:
+    """The verdict on one case."""
+
+    case: Case
+    status: str
+    seconds: float
+    messages: list[str] = dataclasses.field(default_factory=list)
+    stderr_tail: list[str] = dataclasses.field(default_factory=list)
+    log: CaseLog | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The result as plain data (``--json``)."""
+        out: dict[str, Any] = {
+            "id": self.case.id, "strength": self.case.strength, "rules": list(self.case.rules),
+            "status": self.status, "time_s": round(self.seconds, 4),
+            "messages": self.messages,
+        }
+        if self.stderr_tail:
+            out["stderr_tail"] = self.stderr_tail
+        return out
+
+
+@dataclasses.dataclass(slots=True)
+class SuiteReport:
+    """Every verdict of one run."""
+
+    adapter: list[str]
+    handshake: Handshake | None
+    results: list[CaseResult]
+    seconds: float
+    restarts: int = 0
+
+    def count(self, status: str, *, required: bool | None = None) -> int:
+        """How many cases ended with ``status`` (only required/optional ones if given)."""
+        return sum(1 for r in self.results if r.status == status
+                   and (required is None or r.case.required == required))
+
+    def verdicts(self) -> list[tuple[str, str]]:
+        """(case ID, status) for every case, in run order: what repeated runs compare."""
+        return [(r.case.id, r.status) for r in self.results]
+
+    def success(self, *, allow_skips: bool = False) -> bool:
+        """Every selected required case passed (skipped ones count against unless
+        ``allow_skips``)."""
+        bad = {"failed", "error"} if allow_skips else {"failed", "error", "skipped"}
+        return not any(r.case.required and r.status in bad for r in self.results)
+
+    def by_rule(self) -> dict[str, collections.Counter[str]]:
+        """For each rule, how many of its cases ended with each status."""
+        table: dict[str, collections.Counter[str]] = {}
+        for r in self.results:
+            for rule in r.case.rules:
+                table.setdefault(rule, collections.Counter())[r.status] += 1
+        return dict(sorted(table.items(), key=lambda kv: _rule_key(kv[0])))
+
+    def to_json(self) -> dict[str, Any]:
+        """The whole report as plain data (``--json``)."""
+        hs = self.handshake
+        return {
+            "adapter": self.adapter,
+            "runtime": dict(hs.runtime) if hs else None,
+            "capabilities": list(hs.capabilities) if hs else [],
+            "time_s": round(self.seconds, 3),
+            "restarts": self.restarts,
+            "summary": {s: self.count(s) for s in STATUSES},
+            "required": {s: self.count(s, required=True) for s in STATUSES},
+            "rules": {rule: dict(c) for rule, c in self.by_rule().items()},
+            "cases": [r.to_json() for r in self.results],
+        }
+
+
+def _rule_key(rule: str) -> tuple[str, tuple[int, ...]]:
+    prefix, _, number = rule.partition("-")
+    return prefix, tuple(int(p) for p in number.split(".") if p.isdigit())
+
+
+Progress = Callable[[int, int, CaseResult], None]
+
+
+class Runner:
+    """Runs cases on one adapter command line, restarting the adapter after a failure.
+
+    ``timeout`` bounds one case, ``handshake_timeout`` the adapter's start (seconds of
+    wall-clock time; they only tell a hung adapter from a slow one)."""
+
+    def __init__(self, argv: Sequence[str], *, timeout: float = DEFAULT_TIMEOUT,
+                 env: Mapping[str, str] | None = None, transcripts: Path | None = None,
+                 wire_tap: WireTap | None = None,
+                 handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT) -> None:
+        self.argv = list(argv)
+        self.wire_tap = wire_tap
+        self.handshake_timeout = handshake_timeout
+        self.timeout = timeout
+        self.env = dict(env or {})
+        self.transcripts = transcripts
+        self._adapter: AdapterProcess | None = None
+        self.handshake: Handshake | None = None
+        self.restarts = 0
+
+    # --------------------------------------------------------------- adapter
+    def start(self) -> Handshake:
+        """Start the adapter and complete the handshake (``SuiteAbortedError`` if it cannot)."""
+        try:
+            return self._launch()
+        except AdapterError as exc:
+            raise SuiteAbortedError(exc.message, exc.stderr_tail) from None
+
+    def _launch(self) -> Handshake:
+        adapter = AdapterProcess(self.argv, env=self.env, wire_tap=self.wire_tap)
+        self._adapter = adapter
+        adapter.start()
+        try:
+            handshake = adapter.hello(time.monotonic() + self.handshake_timeout)
+        except AdapterError:
+            adapter.kill()
+            self._adapter = None
+            raise
+        self.handshake = handshake
+        return handshake
+
+    def stop(self) -> None:
+        """Shut the adapter down."""
+        if self._adapter is not None:
+            self._adapter.stop()
+            self._adapter = None
+
+    def __enter__(self) -> Runner:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _ready_adapter(self) -> AdapterProcess:
+        if self._adapter is None or not self._adapter.alive:
+            if self._adapter is not None:
+                self._adapter.kill()
+            self.restarts += self.handshake is not None
+            try:
+                self._launch()
+            except HandshakeError as exc:
+                raise AdapterError(f"could not restart the adapter: {exc.message}",
+                                     exc.stderr_tail) from None
+        assert self._adapter is not None
+        return self._adapter
+
+    # ----------------------------------------------------------------- cases
+    def run(self, cases: Sequence[Case], progress: Progress | None = None) -> SuiteReport:
+        """Run every case (starting the adapter if needed) and return the report."""
+        t0 = time.monotonic()
+        if self.handshake is None:
+            self.start()
+        results = []
+        for index, case in enumerate(cases, 1):
+            result = self.run_case(case)
+            results.append(result)
+            if progress is not None:
+                progress(index, len(cases), result)
+        return SuiteReport(self.argv, self.handshake, results, time.monotonic() - t0,
+                           self.restarts)
+
+    def run_case(self, case: Case) -> CaseResult:
+        """Run one case and judge it."""
+        t0 = time.monotonic()
+        assert self.handshake is not None, "start() first"
+        missing = case.missing(self.handshake.capabilities)
+        if missing:
+            return CaseResult(case, "skipped", 0.0,
+                              [f"needs capability {', '.join(missing)}, which the adapter "
+                               f"did not declare"])
+        log = CaseLog()
+        try:
+            adapter = self._ready_adapter()
+            status, messages = self._execute(adapter, case, log, t0 + self.timeout)
+            tail: list[str] = []
+        except AdapterError as exc:
+            if self._adapter is not None:
+                self._adapter.kill()
+                self._adapter = None
+            status, messages, tail = "error", [exc.message], exc.stderr_tail
+        result = CaseResult(case, status, time.monotonic() - t0, messages, tail, log)
+        if self.transcripts is not None:
+            self._write_transcript(result)
+        return result
+
+    def _execute(self, adapter: AdapterProcess, case: Case, log: CaseLog, deadline: float
+                 ) -> tuple[str, list[str]]:
+        assert self.handshake is not None
+        ctx = CheckContext(self.handshake.reply)
+        ids: dict[int, int] = {}  # case command number -> wire id
+
+        def send(message: Mapping[str, Any]) -> tuple[int, Any]:
+            log.sent(dict(message))
+            ident, reply = adapter.request(message, deadline, log.record_event)
+            log.reply(reply)
+            return ident, reply
+
+        stray: list[Event] = []
+        log.sent({"cmd": "reset"})
+        _, reply = adapter.request({"cmd": "reset"}, deadline, stray.append)
+        log.reply(reply)
+        if stray:
+            return "error", [f"the adapter wrote {len(stray)} event(s) after the previous "
+                             f"case's last settle had answered (first: "
+                             f"{stray[0].to_json()}); settle must answer only when nothing "
+                             f"can progress without further input"]
+        if not reply.ok:
+            return "error", [f"reset refused: {reply.error_kind}: {reply.error_message}"]
+        number = 0
+        for i, step in enumerate(case.steps):
+            if isinstance(step, Check):
+                problems = step.evaluate(log, ctx)
+                if problems:
+                    return "failed", [f"steps[{i}] {step.kind}: {p}" for p in problems] \
+                        + check_invariants(log, _renumbered(case, ids))
+                continue
+            number += 1
+            ident, reply = send(step.message)
+            ids[number] = ident
+            if not reply.ok:
+                return "error", [f"steps[{i}] {step.name}: the adapter refused it: "
+                                 f"{reply.error_kind}: {reply.error_message}"]
+            if isinstance(step, Command) and step.expect is not None:
+                problems = match_reply(step.expect, dict(reply.fields), f"{step.name} reply")
+                if problems:
+                    return "failed", [f"steps[{i}] {p}" for p in problems]
+        _, reply = send({"cmd": "settle"})
+        if not reply.ok:
+            return "error", [f"final settle refused: {reply.error_kind}: {reply.error_message}"]
+        messages = []
+        for i, check in enumerate(case.expect):
+            messages += [f"expect[{i}] {check.kind}: {p}" for p in check.evaluate(log, ctx)]
+        messages += check_invariants(log, _renumbered(case, ids))
+        return ("failed" if messages else "passed"), messages
+
+    def _write_transcript(self, result: CaseResult) -> None:
+        assert self.transcripts is not None
+        self.transcripts.mkdir(parents=True, exist_ok=True)
+        path = self.transcripts / f"{result.case.id}.jsonl"
+        with path.open("w", encoding="utf-8") as fh:
+            if result.log is not None:
+                for record in result.log.transcript():
+                    fh.write(json.dumps(record, separators=(",", ":")) + "\n")
+            fh.write(json.dumps({"verdict": result.status, "messages": result.messages}) + "\n")
+
+
+def _renumbered(case: Case, ids: Mapping[int, int]) -> dict[str, Any]:
+    """The case's works with their submit commands' wire ids (the invariants match
+    replies by wire id)."""
+    out = {}
+    for work, info in case.works.items():
+        wire = ids.get(info.command_id) if info.command_id is not None else None
+        out[work] = dataclasses.replace(info, command_id=wire)
+    return out

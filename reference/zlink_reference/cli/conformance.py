@@ -1,0 +1,180 @@
+"""`zlink conformance`: run the language-neutral conformance suite against an adapter
+(the usage text is ``run``'s docstring, shown by --help)."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from pathlib import Path
+
+from zlink_conformance.adapters import reference_adapter_command
+from zlink_conformance.catalog import CaseError, SelectionError, load_catalogue, select
+from zlink_conformance.report import (
+    ConsoleReporter,
+    print_catalogue,
+    print_summary,
+    write_json,
+    write_junit,
+)
+from zlink_conformance.runner import (
+    DEFAULT_HANDSHAKE_TIMEOUT,
+    DEFAULT_TIMEOUT,
+    Runner,
+    SuiteAbortedError,
+    SuiteReport,
+)
+
+__all__ = ["configure", "run"]
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    """Register ``run`` and ``list`` under ``zlink conformance``."""
+    sub = p.add_subparsers(dest="conformance_action", metavar="ACTION")
+    run_p = sub.add_parser("run", help="run the cases against an adapter",
+                           description=run.__doc__,
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
+    run_p.add_argument("--adapter", metavar="CMD",
+                       help="the adapter's command line, split like a POSIX shell would "
+                            "(default: the bundled reference adapter)")
+    _filters(run_p)
+    run_p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
+                       help="wall-clock bound of one case; past it the adapter counts as hung "
+                            "(default %(default)s)")
+    run_p.add_argument("--handshake-timeout", type=float, default=DEFAULT_HANDSHAKE_TIMEOUT,
+                       metavar="SECONDS",
+                       help="wall-clock bound of the adapter's start, up to its reply to "
+                            "hello (default %(default)s)")
+    run_p.add_argument("--json", type=Path, metavar="FILE",
+                       help="write a JSON report (every case with its verdict and time_s)")
+    run_p.add_argument("--junit", type=Path, metavar="FILE", help="write a JUnit XML report")
+    run_p.add_argument("--transcripts", type=Path, metavar="DIR",
+                       help="write each case's full exchange (commands, events, replies) "
+                            "as DIR/<case>.jsonl")
+    run_p.add_argument("--allow-skips", action="store_true",
+                       help="required cases skipped for a missing capability do not fail "
+                            "the run")
+    run_p.add_argument("--repeat", type=int, default=1, metavar="N",
+                       help="run the selection N times with a fresh adapter each time and "
+                            "compare the verdicts")
+    run_p.add_argument("-q", "--quiet", action="store_true",
+                       help="print only cases that did not pass, and the summary")
+    run_p.add_argument("-v", "--verbose", action="store_true",
+                       help="also print why cases were skipped")
+    list_p = sub.add_parser("list", help="list the cases, their rules and capabilities",
+                            description="List the cases (after --only/--skip) and the rules.")
+    _filters(list_p)
+
+
+def _filters(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--only", action="append", default=[], metavar="ID",
+                   help="a case ID or rule ID to run (repeatable)")
+    p.add_argument("--skip", action="append", default=[], metavar="ID",
+                   help="a case ID or rule ID to leave out (repeatable)")
+    p.add_argument("--cases", type=Path, metavar="DIR",
+                   help="read case files from DIR instead of the shipped ones")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the conformance suite against a runtime's adapter.
+
+      zlink conformance run                         the bundled reference adapter
+      zlink conformance run --adapter "CMD"         any adapter: a command line that speaks
+                                                    the protocol on stdin/stdout
+      zlink conformance run --only SE-10.2          cases of one rule (or a case ID; repeatable;
+                                                    SE-10 takes every SE-10.x)
+      zlink conformance run --skip ID               leave a case or rule out (repeatable)
+      zlink conformance run --json out.json --junit out.xml
+      zlink conformance run --repeat 20             run 20 times, each with a fresh adapter, and
+                                                    fail unless every run gives the same verdicts
+      zlink conformance list                        the cases: ID, strength, rules, capabilities
+
+    Each case runs its commands through one adapter process (restarted only after it crashed,
+    hung or broke the protocol) and is judged on the adapter's event log; verdicts never
+    depend on wall-clock time, which only bounds each case (--timeout) to catch a hung
+    adapter. A case needing a capability the adapter did not declare in its handshake is
+    reported as skipped.
+
+    Exit status: 0 when every selected required case passed (a skipped required case counts
+    as not passed unless --allow-skips), 1 otherwise or when repeated runs disagree, 2 for
+    bad arguments, invalid case files or an adapter that never completed the handshake.
+    The protocol is in specs/adapter-protocol.md, the guide for runtime authors in
+    docs/conformance.md.
+    """
+    action = getattr(args, "conformance_action", None)
+    if action is None:
+        print("zlink conformance: choose an action: run or list (see --help)", file=sys.stderr)
+        return 2
+    try:
+        catalogue = load_catalogue(args.cases)
+        cases = select(catalogue, args.only, args.skip)
+    except (CaseError, SelectionError) as exc:
+        print(f"zlink conformance: {exc}", file=sys.stderr)
+        return 2
+    if action == "list":
+        print_catalogue(catalogue, cases)
+        return 0
+    if not cases:
+        print("zlink conformance: the filters select no case", file=sys.stderr)
+        return 2
+    if args.repeat < 1:
+        print("zlink conformance: --repeat must be at least 1", file=sys.stderr)
+        return 2
+    argv = shlex.split(args.adapter) if args.adapter is not None else reference_adapter_command()
+    if not argv:
+        print("zlink conformance: --adapter is empty", file=sys.stderr)
+        return 2
+    reports: list[SuiteReport] = []
+    for number in range(1, args.repeat + 1):
+        if args.repeat > 1:
+            print(f"--- run {number}/{args.repeat}")
+        reporter = ConsoleReporter(quiet=args.quiet or number > 1, verbose=args.verbose)
+        try:
+            with Runner(argv, timeout=args.timeout, handshake_timeout=args.handshake_timeout,
+                        transcripts=args.transcripts if number == 1 else None) as runner:
+                report = runner.run(cases, reporter)
+        except SuiteAbortedError as exc:
+            print(f"zlink conformance: {exc.message}", file=sys.stderr)
+            for line in exc.stderr_tail:
+                print(f"  | {line}", file=sys.stderr)
+            return 2
+        except OSError as exc:
+            print(f"zlink conformance: cannot run {argv!r}: {exc}", file=sys.stderr)
+            return 2
+        reports.append(report)
+        if number > 1:
+            print(f"run {number}: {report.count('passed')} passed, {report.count('failed')} "
+                  f"failed, {report.count('error')} error, {report.count('skipped')} skipped "
+                  f"in {report.seconds:.2f} s")
+    first = reports[0]
+    print_summary(first, allow_skips=args.allow_skips)
+    differences = _differences(reports)
+    if args.repeat > 1:
+        if differences:
+            print(f"verdicts DIFFER across {args.repeat} runs:")
+            for line in differences:
+                print(f"  {line}")
+        else:
+            print(f"verdicts identical across {args.repeat} runs")
+    extra = None
+    if args.repeat > 1:
+        extra = {"repeat": {"runs": args.repeat, "identical": not differences,
+                            "differences": differences,
+                            "time_s": [round(r.seconds, 3) for r in reports]}}
+    if args.json:
+        write_json(first, args.json, extra)
+    if args.junit:
+        write_junit(first, args.junit)
+    ok = first.success(allow_skips=args.allow_skips) and not differences
+    return 0 if ok else 1
+
+
+def _differences(reports: list[SuiteReport]) -> list[str]:
+    """Cases whose verdict is not the same in every run."""
+    runs = [dict(r.verdicts()) for r in reports]
+    out = []
+    for case_id in runs[0]:
+        seen = [run.get(case_id, "missing") for run in runs]
+        if len(set(seen)) > 1:
+            out.append(f"{case_id}: {' '.join(seen)}")
+    return out

@@ -1,0 +1,104 @@
+"""Adapters that misbehave: each problem is an error of the case it happened in, with a
+message naming what went wrong (and the adapter's stderr), the adapter is restarted and
+the run goes on. An adapter that cannot complete the handshake stops the run with a
+clear message. None of this may crash the runner."""
+
+from __future__ import annotations
+
+import pytest
+
+from zlink_conformance.catalog import Catalogue, select
+from zlink_conformance.runner import Runner, SuiteAbortedError
+
+from conftest import child_env, fake
+
+THREE = ["required_SE_10_02_per_actor_long_work_on_two_actors_overlaps",
+         "required_SE_10_03_spot_wide_same_submissions_run_one_after_the_other",
+         "required_D_12_session_final_on_an_idle_session_runs_at_once"]
+
+
+@pytest.mark.parametrize(("fault", "message", "restart"), [
+    ("crash", "the adapter exited with status 3 while the runner waited for the reply "
+              "to 'settle'", True),
+    ("garbage", "not JSON", True),
+    ("not_utf8", "not UTF-8", True),
+    ("array", "expected a JSON object", True),
+    ("unknown_event", "unknown event 'exploded'", True),
+    ("missing_field", "event 'started' needs field 'owner'", True),
+    ("wrong_reply", "a reply to command 9999", True),
+    ("refuse", "the adapter refused it: unsupported: this fake refuses to settle", False),
+    ("late_event", "the adapter wrote 1 event(s) after the previous case's last settle", False),
+])
+def test_a_misbehaving_adapter_fails_only_the_case_it_broke(
+    catalogue: Catalogue, fault: str, message: str, restart: bool,
+) -> None:
+    cases = select(catalogue, THREE)
+    with Runner(fake("misbehaving"), env=child_env(FAKE_FAULT=fault), timeout=10) as runner:
+        report = runner.run(cases)
+    assert [r.status for r in report.results] == ["passed", "error", "passed"]
+    broken = report.results[1]
+    assert len(broken.messages) == 1 and message in broken.messages[0], broken.messages
+    if fault not in ("crash", "refuse", "late_event"):
+        assert broken.messages[0].startswith("adapter stdout line ")
+    assert report.restarts == (1 if restart else 0)
+    if fault == "crash":
+        assert "fake adapter: crash on purpose" in broken.stderr_tail
+
+
+def test_a_hung_adapter_is_an_error_of_its_case_after_the_timeout(catalogue: Catalogue) -> None:
+    cases = select(catalogue, THREE)
+    with Runner(fake("misbehaving"), env=child_env(FAKE_FAULT="hang"), timeout=1.0) as runner:
+        report = runner.run(cases)
+    assert [r.status for r in report.results] == ["passed", "error", "passed"]
+    hung = report.results[1]
+    assert "no answer within the case timeout while waiting for the reply to 'settle'" \
+        in hung.messages[0]
+    assert "fake adapter: hang on purpose" in hung.stderr_tail
+    assert 1.0 <= hung.seconds < 5
+    assert report.restarts == 1
+
+
+@pytest.mark.parametrize(("adapter", "message", "stderr"), [
+    ("no_handshake", "handshake missing: adapter stdout line 1 is a 'started' event", None),
+    ("dies_at_start", "handshake failed: the adapter exited with status 1",
+     "dies_at_start fake: cannot find my runtime"),
+    ("refuses_handshake", "the adapter refused the handshake: unsupported: this adapter "
+                          "speaks protocol 7", None),
+    ("silent", "handshake failed: no answer within the handshake timeout while waiting for "
+               "the reply to hello", "silent fake: reading, never answering"),
+])
+def test_an_adapter_without_a_handshake_stops_the_run(adapter: str, message: str,
+                                                      stderr: str | None) -> None:
+    runner = Runner(fake(adapter), env=child_env(), handshake_timeout=1.0)
+    with pytest.raises(SuiteAbortedError) as err:
+        runner.start()
+    runner.stop()
+    assert message in err.value.message
+    if stderr is not None:
+        assert stderr in err.value.stderr_tail
+
+
+def test_an_adapter_command_that_does_not_exist_is_reported() -> None:
+    with pytest.raises(SuiteAbortedError, match="cannot start the adapter"):
+        Runner(["/nonexistent/zlink-adapter"]).start()
+
+
+def test_preload_runs_before_the_handshake_and_a_broken_one_stops_the_adapter() -> None:
+    from pathlib import Path
+
+    from zlink_conformance.adapters import reference_adapter_command
+
+    fakes = Path(fake("preload_marker")[1]).parent
+    runner = Runner(reference_adapter_command(),
+                    env=child_env(ZLINK_ADAPTER_PRELOAD=str(fakes / "preload_marker.py")))
+    runner.start()
+    adapter = runner._adapter
+    assert adapter is not None
+    runner.stop()
+    assert "preload ran" in adapter.stderr_tail()
+    broken = Runner(reference_adapter_command(),
+                    env=child_env(ZLINK_ADAPTER_PRELOAD=str(fakes / "preload_broken.py")))
+    with pytest.raises(SuiteAbortedError) as err:
+        broken.start()
+    assert "exited with status 3" in err.value.message
+    assert any("broken on purpose" in line for line in err.value.stderr_tail)
