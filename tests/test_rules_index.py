@@ -69,3 +69,14 @@ def test_a_spec_rule_missing_from_the_index_is_a_gap(checkout: Path) -> None:
 ])
 def test_rule_ids_are_read_from_test_names(name: str, ids: list[str]) -> None:
     assert rule_ids_in_test_name(name) == ids
+
+
+def test_SE_9_the_case_catalogue_knows_exactly_the_spec_rules() -> None:
+    """conformance/.../cases/rules.json ships with the kit (specs/ does not): it must list
+    every rule and decision the specs define, and nothing else."""
+    import json
+
+    index = build_index(ROOT)
+    shipped = json.loads((ROOT / "conformance" / "zlink_conformance" / "cases" / "rules.json")
+                         .read_text())["rules"]
+    assert set(shipped) == set(index.rules) | index.decisions

@@ -183,13 +183,10 @@ def python_invariants() -> set[str]:
 def conformance_cases() -> dict[str, list[str]]:
     """Case ID -> rule IDs of every shipped conformance case (empty if no kit)."""
     try:
-        corpus = importlib.import_module("zlink_conformance.cases")
+        catalog = importlib.import_module("zlink_conformance.catalog")
     except ImportError:
         return {}
-    loader = getattr(corpus, "load_cases", None)
-    if loader is None:
-        return {}
-    return {case.id: list(case.rules) for case in loader()}
+    return {case.id: list(case.rules) for case in catalog.load_catalogue().cases}
 
 
 def build_index(root: Path) -> Index:
