@@ -1,7 +1,8 @@
 """The Node.js example adapter (`conformance/examples/node/`) against the suite: every
 case it declares passes, every other case is skipped for a capability it did not
-declare, the CLI's exit status follows the documented semantics, its README lists what
-it declares and its example runs, and bad input gets protocol replies, not a crash."""
+declare, the CLI's exit status follows the documented semantics, its README and the
+guide's section on it say what the code does, and bad input gets protocol replies, not
+a crash."""
 
 from __future__ import annotations
 
@@ -22,11 +23,25 @@ from conftest import child_env
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "conformance" / "examples" / "node"
-NODE = shutil.which("node")
+MIN_NODE = 18
 
-pytestmark = pytest.mark.skipif(
-    NODE is None, reason="node is not installed (the Node.js example adapter needs Node 18+; "
-                         ".ci/run installs the nodejs package)")
+
+def _node() -> tuple[str | None, str]:
+    """The node executable if it is new enough, else None and why not."""
+    node = shutil.which("node")
+    if node is None:
+        return None, "node is not installed (.ci/run installs the nodejs package)"
+    version = subprocess.run([node, "--version"], capture_output=True, text=True,
+                             timeout=30).stdout.strip()
+    major = re.match(r"v(\d+)\.", version)
+    if major is None or int(major.group(1)) < MIN_NODE:
+        return None, f"node {version or '(unknown version)'} is older than {MIN_NODE}"
+    return node, ""
+
+
+NODE, WHY_NOT = _node()
+needs_node = pytest.mark.skipif(
+    NODE is None, reason=f"{WHY_NOT}; the Node.js example adapter needs Node {MIN_NODE}+")
 
 
 def adapter_argv() -> list[str]:
@@ -45,6 +60,7 @@ def declared(report: SuiteReport) -> set[str]:
     return set(report.handshake.capabilities)
 
 
+@needs_node
 def test_every_case_the_node_adapter_declares_passes(node_run: SuiteReport) -> None:
     ran = [r for r in node_run.results if r.status != "skipped"]
     assert [(r.case.id, r.status, r.messages) for r in ran if r.status != "passed"] == []
@@ -55,6 +71,7 @@ def test_every_case_the_node_adapter_declares_passes(node_run: SuiteReport) -> N
     assert declared(node_run) <= exercised
 
 
+@needs_node
 def test_cases_not_run_are_skipped_naming_the_missing_capability(node_run: SuiteReport
                                                                   ) -> None:
     caps = declared(node_run)
@@ -72,12 +89,14 @@ def test_cases_not_run_are_skipped_naming_the_missing_capability(node_run: Suite
     assert node_run.success(allow_skips=True) and not node_run.success()
 
 
+@needs_node
 def test_the_whole_run_is_fast(node_run: SuiteReport) -> None:
     """A guard, not a verdict: the suite takes about a third of a second."""
     assert node_run.seconds < 15
     assert max(r.seconds for r in node_run.results) < 5
 
 
+@needs_node
 def test_cli_exit_status_fails_on_skipped_required_cases_unless_allowed(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -92,12 +111,14 @@ def test_cli_exit_status_fails_on_skipped_required_cases_unless_allowed(
     assert "conformance: every required case passed" in capsys.readouterr().out
 
 
+@needs_node
 def test_the_readme_lists_exactly_the_declared_capabilities(node_run: SuiteReport) -> None:
     text = (EXAMPLE / "README.md").read_text()
     paragraph = text.split("Declared capabilities:", 1)[1].split("\n\n", 1)[0]
     assert set(re.findall(r"`([a-z_.]+)`", paragraph)) == declared(node_run)
 
 
+@needs_node
 def test_the_readme_example_runs() -> None:
     assert NODE is not None
     text = (EXAMPLE / "README.md").read_text()
@@ -110,6 +131,7 @@ def test_the_readme_example_runs() -> None:
         "A again, after its first work ended"]
 
 
+@needs_node
 def test_bad_input_gets_protocol_replies_not_a_crash() -> None:
     lines = [
         {"id": 0, "cmd": "reset"},
@@ -140,3 +162,16 @@ def test_bad_input_gets_protocol_replies_not_a_crash() -> None:
     assert "no_such_field" in replies[5]["error"]["message"]
     assert replies[1]["ok"] and replies[6]["ok"] and replies[8]["ok"] and replies[9]["ok"]
     assert "not JSON" in done.stderr
+
+
+def test_the_guides_code_excerpts_are_in_the_example() -> None:
+    """The Node.js section of docs/conformance.md quotes the adapter; the quotes must
+    stay true (whitespace aside)."""
+    guide = (ROOT / "docs" / "conformance.md").read_text()
+    section = guide.split("## 6. An adapter in another language: the Node.js example", 1)[1]
+    blocks = re.findall(r"```js\n(.*?)```", section, re.S)
+    assert blocks
+    source = " ".join((EXAMPLE / name).read_text() for name in ("adapter.js", "executor.js"))
+    flat = " ".join(source.split())
+    for block in blocks:
+        assert " ".join(block.split()) in flat, block
