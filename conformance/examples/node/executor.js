@@ -173,7 +173,7 @@ export class ZLinkWorkHandle {
     this.phase = QUEUED;
     this.permit = null; // set while a resume permit waits: resolving it resumes the work
     this.executionTurn = false; // a SpotWide turn: the work is counted by its Actor queue
-    this.outcome = null; // 'completed' | 'failed' | 'cancelled' once ended
+    this.outcome = null; // 'completed' or 'failed' once ended (nothing is cancelled here)
     this.value = undefined; // its result or error
     this._waiters = [];
   }
@@ -344,7 +344,7 @@ export class ZLinkSerialExecutionQueue {
     rec.barrier = barrier;
     rec.nbytes = nbytes;
     rec.phase = QUEUED;
-    if (event === 'transfer' && rec.executionTurn) this._executionTurns += 1;
+    if (rec.executionTurn) this._executionTurns += 1;
     this._lines[barrier ? BARRIER : lane].push(rec);
     this._observe(event, rec);
     this._wake();
@@ -382,7 +382,7 @@ export class ZLinkSerialExecutionQueue {
    */
   _runTurns(prev, outcome = 'completed', value = undefined) {
     for (;;) {
-      const rec = this._nextStep(prev, outcome);
+      const rec = this._nextStep(prev);
       if (prev !== null) this._ended(prev, outcome, value);
       if (rec === null) return;
       if (rec.permit !== null) {
@@ -410,8 +410,8 @@ export class ZLinkSerialExecutionQueue {
   }
 
   /** finish the previous turn, then end_slice, exit_drain or take_next. */
-  _nextStep(prev, outcome) {
-    if (prev !== null) this._finish(prev, outcome);
+  _nextStep(prev) {
+    if (prev !== null) this._finish(prev);
     const now = this._now();
     if (sliceExpired(now, this._sliceStartedAt, this.policy.ownerTimeBudgetMs)) {
       // end_slice (SE-6.4, D-10): leave the drain and, if work is ready, schedule the
@@ -447,7 +447,7 @@ export class ZLinkSerialExecutionQueue {
     return rec;
   }
 
-  _finish(rec, outcome) {
+  _finish(rec) {
     if (this._current !== rec) {
       throw new ZLinkProtocolError('finish', 'SE-6.7', `${this.name}: work ${rec.label} ends off its turn`);
     }
