@@ -3,9 +3,10 @@ pass, and a summary by rule that ends in the run's verdict."""
 
 from __future__ import annotations
 
+import json
 import sys
-from collections.abc import Sequence
-from typing import TextIO
+from collections.abc import Mapping, Sequence
+from typing import Any, TextIO
 
 from ..catalog import Case, Catalogue
 from ..runner.suite import CaseResult, SuiteReport
@@ -38,11 +39,23 @@ class ConsoleReporter:
         if result.status != "passed" and (result.status != "skipped" or self.verbose):
             for message in result.messages:
                 self.stream.write(f"      {message}\n")
+        div = result.divergence
+        if div is not None and result.status == "failed":
+            self.stream.write(f"      model: the log up to {div.what()}:\n")
+            for pos, direction, entry in div.leading:
+                arrow = ">" if direction == "sent" else "<"
+                self.stream.write(f"      {pos:>4} {arrow} {_short(entry)}\n")
+            self.stream.write(f"      {div.position:>4} < {_short(div.event)}   <-- diverges\n")
         if result.stderr_tail:
             self.stream.write("      adapter stderr (last lines):\n")
             for text in result.stderr_tail[-12:]:
                 self.stream.write(f"      | {text}\n")
         self.stream.flush()
+
+
+def _short(message: Mapping[str, Any], limit: int = 110) -> str:
+    text = json.dumps(dict(message), separators=(",", ":"))
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def print_summary(report: SuiteReport, *, allow_skips: bool = False,

@@ -2,11 +2,12 @@
 
 For each selected case the runner sends ``reset``, then the case's steps in order
 (commands, and checks judged on the log so far), then one last ``settle``; it judges the
-case's ``expect`` checks and the invariants every log must satisfy
-(``runner.invariants``). A case whose capability the adapter did not declare is skipped,
-and says which capability it needed. If the adapter dies, hangs or breaks the protocol,
-that case is an error (with the adapter's last stderr lines) and the next case gets a
-fresh adapter.
+case's ``expect`` checks, the invariants every log must satisfy (``oracle.invariants``)
+and the model oracle (``oracle.model``: the whole log replayed through the reference
+protocol core; its first divergence fails the case). A case whose capability the
+adapter did not declare is skipped, and says which capability it needed. If the adapter
+dies, hangs or breaks the protocol, that case is an error (with the adapter's last
+stderr lines) and the next case gets a fresh adapter.
 
 Verdicts: ``passed``; ``failed`` (the runtime behaved differently from the case);
 ``error`` (the adapter crashed, hung, broke the protocol or refused a command);
@@ -28,6 +29,7 @@ from ..catalog import Case, Command
 from ..oracle.checks import Check, CheckContext, match_reply
 from ..oracle.invariants import check_invariants
 from ..oracle.log import CaseLog
+from ..oracle.model import Divergence, check_model
 from ..protocol.wire import Event
 from .process import AdapterError, AdapterProcess, Handshake, HandshakeError, WireTap
 
@@ -65,16 +67,32 @@ class CaseResult:
     messages: list[str] = dataclasses.field(default_factory=list)
     stderr_tail: list[str] = dataclasses.field(default_factory=list)
     log: CaseLog | None = None
+    divergence: Divergence | None = None  # the model oracle's first divergent event
+    model_undecided: str | None = None  # why the model stopped judging this log, if it did
+
+    def commands(self) -> list[dict[str, Any]]:
+        """Every command sent to the adapter for this case, in order, as written on the
+        wire (without the ``id`` the adapter process adds): what ``replay`` sends again."""
+        if self.log is None:
+            return []
+        return [dict(m) for d, m in self.log.entries if d == "sent"]
 
     def to_json(self) -> dict[str, Any]:
-        """The result as plain data (``--json``)."""
+        """The result as plain data (``--json``). A case that did not pass carries its
+        command sequence, so ``zlink conformance replay`` can send it again."""
         out: dict[str, Any] = {
             "id": self.case.id, "strength": self.case.strength, "rules": list(self.case.rules),
             "status": self.status, "time_s": round(self.seconds, 4),
             "messages": self.messages,
         }
+        if self.divergence is not None:
+            out["divergence"] = self.divergence.to_json()
+        if self.model_undecided is not None:
+            out["model_undecided"] = self.model_undecided
         if self.stderr_tail:
             out["stderr_tail"] = self.stderr_tail
+        if self.status in ("failed", "error") and self.log is not None:
+            out["commands"] = self.commands()
         return out
 
 
@@ -235,7 +253,15 @@ class Runner:
                 self._adapter.kill()
                 self._adapter = None
             status, messages, tail = "error", [exc.message], exc.stderr_tail
-        result = CaseResult(case, status, time.monotonic() - t0, messages, tail, log)
+        divergence = undecided = None
+        if status in ("passed", "failed"):
+            verdict = check_model(log)
+            divergence, undecided = verdict.divergence, verdict.undecided
+            if divergence is not None:
+                status = "failed"
+                messages.append(divergence.message())
+        result = CaseResult(case, status, time.monotonic() - t0, messages, tail, log,
+                            divergence, undecided)
         if self.transcripts is not None:
             self._write_transcript(result)
         return result
