@@ -872,6 +872,11 @@ class _Replay:
         if actor.current is not None and actor.current is not rec:
             holder = actor.current.name  # type: ignore[attr-defined]
             turn = world.turns.get(holder)
+            if turn is not None and turn.phase == QUEUED:
+                return _ProblemError(
+                    "SE-6.6", "FifoWithinLane",
+                    f"{info.name} started before {holder}, which is ahead of it on "
+                    f"{actor.name} (its execution turn already waits on {info.route.run})")
             state = "yielded" if turn is not None and turn.phase in (SUSPENDED, REQUEUED) \
                 else "in progress"
             return _ProblemError("SE-4.6", "YieldedActorKeepsClaim",
