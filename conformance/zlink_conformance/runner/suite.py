@@ -36,6 +36,7 @@ from .process import AdapterError, AdapterProcess, Handshake, HandshakeError, Wi
 __all__ = [
     "DEFAULT_HANDSHAKE_TIMEOUT",
     "DEFAULT_TIMEOUT",
+    "OUTCOMES",
     "STATUSES",
     "CaseResult",
     "Runner",
@@ -46,6 +47,9 @@ __all__ = [
 DEFAULT_TIMEOUT = 10.0
 DEFAULT_HANDSHAKE_TIMEOUT = 30.0  # an adapter may start a slow runtime (a JVM, a build)
 STATUSES = ("passed", "failed", "error", "skipped")
+# What a verdict means once known failures are taken into account: a listed case that
+# failed is an expected failure, a listed case that passed an unexpected pass.
+OUTCOMES = ("passed", "failed", "error", "skipped", "xfail", "xpass")
 
 
 class SuiteAbortedError(Exception):
@@ -69,6 +73,17 @@ class CaseResult:
     log: CaseLog | None = None
     divergence: Divergence | None = None  # the model oracle's first divergent event
     model_undecided: str | None = None  # why the model stopped judging this log, if it did
+    expected_failure: str | None = None  # the reason, when the case is a known failure
+
+    @property
+    def outcome(self) -> str:
+        """The status, or ``xfail`` (a known failure failed or errored) or ``xpass`` (a
+        known failure passed: the entry is stale)."""
+        if self.expected_failure is None:
+            return self.status
+        if self.status in ("failed", "error"):
+            return "xfail"
+        return "xpass" if self.status == "passed" else self.status
 
     def commands(self) -> list[dict[str, Any]]:
         """Every command sent to the adapter for this case, in order, as written on the
@@ -82,9 +97,11 @@ class CaseResult:
         command sequence, so ``zlink conformance replay`` can send it again."""
         out: dict[str, Any] = {
             "id": self.case.id, "strength": self.case.strength, "rules": list(self.case.rules),
-            "status": self.status, "time_s": round(self.seconds, 4),
+            "status": self.status, "outcome": self.outcome, "time_s": round(self.seconds, 4),
             "messages": self.messages,
         }
+        if self.expected_failure is not None:
+            out["expected_failure"] = self.expected_failure
         if self.divergence is not None:
             out["divergence"] = self.divergence.to_json()
         if self.model_undecided is not None:
@@ -111,22 +128,29 @@ class SuiteReport:
         return sum(1 for r in self.results if r.status == status
                    and (required is None or r.case.required == required))
 
+    def count_outcome(self, outcome: str) -> int:
+        """How many cases have this outcome (``xfail``, ``xpass`` or a status)."""
+        return sum(1 for r in self.results if r.outcome == outcome)
+
     def verdicts(self) -> list[tuple[str, str]]:
         """(case ID, status) for every case, in run order: what repeated runs compare."""
         return [(r.case.id, r.status) for r in self.results]
 
     def success(self, *, allow_skips: bool = False) -> bool:
         """Every selected required case passed (skipped ones count against unless
-        ``allow_skips``)."""
+        ``allow_skips``); a known failure that failed does not count against, a known
+        failure that passed does."""
         bad = {"failed", "error"} if allow_skips else {"failed", "error", "skipped"}
-        return not any(r.case.required and r.status in bad for r in self.results)
+        if any(r.outcome == "xpass" for r in self.results):
+            return False  # a stale known-failure entry fails the run until it is removed
+        return not any(r.case.required and r.outcome in bad for r in self.results)
 
     def by_rule(self) -> dict[str, collections.Counter[str]]:
-        """For each rule, how many of its cases ended with each status."""
+        """For each rule, how many of its cases ended with each outcome."""
         table: dict[str, collections.Counter[str]] = {}
         for r in self.results:
             for rule in r.case.rules:
-                table.setdefault(rule, collections.Counter())[r.status] += 1
+                table.setdefault(rule, collections.Counter())[r.outcome] += 1
         return dict(sorted(table.items(), key=lambda kv: _rule_key(kv[0])))
 
     def to_json(self) -> dict[str, Any]:
@@ -139,6 +163,7 @@ class SuiteReport:
             "time_s": round(self.seconds, 3),
             "restarts": self.restarts,
             "summary": {s: self.count(s) for s in STATUSES},
+            "outcomes": {o: self.count_outcome(o) for o in OUTCOMES},
             "required": {s: self.count(s, required=True) for s in STATUSES},
             "rules": {rule: dict(c) for rule, c in self.by_rule().items()},
             "cases": [r.to_json() for r in self.results],
@@ -162,8 +187,10 @@ class Runner:
     def __init__(self, argv: Sequence[str], *, timeout: float = DEFAULT_TIMEOUT,
                  env: Mapping[str, str] | None = None, transcripts: Path | None = None,
                  wire_tap: WireTap | None = None,
-                 handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT) -> None:
+                 handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
+                 known_failures: Mapping[str, str] | None = None) -> None:
         self.argv = list(argv)
+        self.known_failures = dict(known_failures or {})
         self.wire_tap = wire_tap
         self.handshake_timeout = handshake_timeout
         self.timeout = timeout
@@ -242,7 +269,8 @@ class Runner:
         if missing:
             return CaseResult(case, "skipped", 0.0,
                               [f"needs capability {', '.join(missing)}, which the adapter "
-                               f"did not declare"])
+                               f"did not declare"],
+                              expected_failure=self.known_failures.get(case.id))
         log = CaseLog()
         try:
             adapter = self._ready_adapter()
@@ -261,7 +289,7 @@ class Runner:
                 status = "failed"
                 messages.append(divergence.message())
         result = CaseResult(case, status, time.monotonic() - t0, messages, tail, log,
-                            divergence, undecided)
+                            divergence, undecided, self.known_failures.get(case.id))
         if self.transcripts is not None:
             self._write_transcript(result)
         return result

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from zlink_conformance.adapters import reference_adapter_command
 from zlink_conformance.catalog import CaseError, SelectionError, load_catalogue, select
+from zlink_conformance.known import KnownFailuresError, load_known_failures
 from zlink_conformance.report import (
     ConsoleReporter,
     print_catalogue,
@@ -51,6 +52,10 @@ def configure(p: argparse.ArgumentParser) -> None:
     run_p.add_argument("--transcripts", type=Path, metavar="DIR",
                        help="write each case's full exchange (commands, events, replies) "
                             "as DIR/<case>.jsonl")
+    run_p.add_argument("--expect-fail", type=Path, metavar="FILE",
+                       help="a TOML file of known failures ([expected-failures] case ID = "
+                            "\"reason\"): reported as xfail; one that passes is an "
+                            "unexpected pass and fails the run")
     run_p.add_argument("--allow-skips", action="store_true",
                        help="required cases skipped for a missing capability do not fail "
                             "the run")
@@ -96,8 +101,10 @@ def run(args: argparse.Namespace) -> int:
     reported as skipped.
 
     Exit status: 0 when every selected required case passed (a skipped required case counts
-    as not passed unless --allow-skips), 1 otherwise or when repeated runs disagree, 2 for
-    bad arguments, invalid case files or an adapter that never completed the handshake.
+    as not passed unless --allow-skips; a case listed in --expect-fail that fails counts as
+    passed), 1 otherwise, when repeated runs disagree, or when a case listed in --expect-fail
+    passes (an unexpected pass: remove the stale entry), 2 for bad arguments, invalid case
+    or known-failure files or an adapter that never completed the handshake.
     The protocol is in specs/adapter-protocol.md, the guide for runtime authors in
     docs/conformance.md.
     """
@@ -120,6 +127,13 @@ def run(args: argparse.Namespace) -> int:
     if args.repeat < 1:
         print("zlink conformance: --repeat must be at least 1", file=sys.stderr)
         return 2
+    known: dict[str, str] = {}
+    if args.expect_fail is not None:
+        try:
+            known = dict(load_known_failures(args.expect_fail, catalogue).reasons)
+        except KnownFailuresError as exc:
+            print(f"zlink conformance: --expect-fail {exc}", file=sys.stderr)
+            return 2
     argv = shlex.split(args.adapter) if args.adapter is not None else reference_adapter_command()
     if not argv:
         print("zlink conformance: --adapter is empty", file=sys.stderr)
@@ -131,7 +145,8 @@ def run(args: argparse.Namespace) -> int:
         reporter = ConsoleReporter(quiet=args.quiet or number > 1, verbose=args.verbose)
         try:
             with Runner(argv, timeout=args.timeout, handshake_timeout=args.handshake_timeout,
-                        transcripts=args.transcripts if number == 1 else None) as runner:
+                        transcripts=args.transcripts if number == 1 else None,
+                        known_failures=known) as runner:
                 report = runner.run(cases, reporter)
         except SuiteAbortedError as exc:
             print(f"zlink conformance: {exc.message}", file=sys.stderr)
