@@ -25,8 +25,9 @@ from zlink_conformance.runner import (
     SuiteAbortedError,
     SuiteReport,
 )
+from zlink_conformance.runner.replay import ReplayError, load_replay, replay
 
-__all__ = ["configure", "run"]
+__all__ = ["configure", "replay_command", "run"]
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -69,6 +70,20 @@ def configure(p: argparse.ArgumentParser) -> None:
     list_p = sub.add_parser("list", help="list the cases, their rules and capabilities",
                             description="List the cases (after --only/--skip) and the rules.")
     _filters(list_p)
+    rep_p = sub.add_parser("replay", help="send one case's recorded commands to an adapter "
+                                          "again and judge the result",
+                           description=replay_command.__doc__,
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
+    rep_p.add_argument("file", type=Path, metavar="FILE",
+                       help="a JSON report (--json) or one case object with 'id' and "
+                            "'commands'")
+    rep_p.add_argument("--case", metavar="ID", help="the case to replay from a report")
+    rep_p.add_argument("--adapter", metavar="CMD",
+                       help="the adapter's command line (default: the reference adapter)")
+    rep_p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
+                       help="wall-clock bound of the replay (default %(default)s)")
+    rep_p.add_argument("-q", "--quiet", action="store_true",
+                       help="print only the verdict, not the exchange")
 
 
 def _filters(p: argparse.ArgumentParser) -> None:
@@ -112,6 +127,8 @@ def run(args: argparse.Namespace) -> int:
     if action is None:
         print("zlink conformance: choose an action: run or list (see --help)", file=sys.stderr)
         return 2
+    if action == "replay":
+        return replay_command(args)
     try:
         catalogue = load_catalogue(args.cases)
         cases = select(catalogue, args.only, args.skip)
@@ -193,3 +210,48 @@ def _differences(reports: list[SuiteReport]) -> list[str]:
         if len(set(seen)) > 1:
             out.append(f"{case_id}: {' '.join(seen)}")
     return out
+
+
+def replay_command(args: argparse.Namespace) -> int:
+    """Send one case's recorded commands to an adapter again and judge what comes back.
+
+      zlink conformance run --adapter "CMD" --json report.json
+      zlink conformance replay report.json --case ID --adapter "CMD"
+      zlink conformance replay one-case.json --adapter "CMD"
+
+    FILE is a JSON report written by `run --json` (every case that did not pass carries the
+    exact commands the runner sent, starting with reset; --case picks one, and may be left
+    out when only one case carries commands) or a file holding one such case object on its
+    own: {"id": "...", "commands": [{"cmd": "reset"}, ...]}. The exchange is printed as it
+    happens (> to the adapter, < from it); the log is judged by the invariants and the model
+    oracle, and by the case's own checks when the ID is a shipped case and the commands are
+    its commands.
+
+    Exit status: 0 when the replayed log passes, 1 when it fails, 2 for a bad file or an
+    adapter that broke the protocol, crashed or refused a command.
+    """
+    try:
+        case_id, commands = load_replay(args.file, args.case)
+        catalogue = load_catalogue()
+    except (ReplayError, CaseError) as exc:
+        print(f"zlink conformance replay: {exc}", file=sys.stderr)
+        return 2
+    argv = shlex.split(args.adapter) if args.adapter is not None else reference_adapter_command()
+    if not argv:
+        print("zlink conformance replay: --adapter is empty", file=sys.stderr)
+        return 2
+
+    def show(direction: str, line: bytes) -> None:
+        if not args.quiet:
+            arrow = ">" if direction == "sent" else "<"
+            print(f"{arrow} {line.decode('utf-8', 'replace').rstrip()}")
+
+    print(f"replaying {case_id}: {len(commands)} command(s) to {' '.join(argv)}")
+    result = replay(argv, case_id, commands, catalogue=catalogue, timeout=args.timeout,
+                    wire_tap=show)
+    for message in result.messages:
+        print(f"  {message}")
+    mark = {"passed": "pass", "failed": "FAIL", "error": "ERROR"}[result.status]
+    how = "the case's checks, " if result.judged_by_case else ""
+    print(f"replay of {case_id}: {mark} (judged by {how}the invariants and the model)")
+    return {"passed": 0, "failed": 1}.get(result.status, 2)
