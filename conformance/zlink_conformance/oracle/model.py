@@ -64,6 +64,7 @@ case (``undecided``) rather than guess.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
@@ -101,6 +102,7 @@ from .log import CaseLog
 __all__ = ["MAX_WORLDS", "Divergence", "ModelVerdict", "check_model", "replay_entries"]
 
 MAX_WORLDS: Final = 4096
+MAX_RACING: Final = 6  # accepted verdicts of one submit_concurrent tried in every order
 LEADING: Final = 12  # entries of the log shown before a divergent event
 
 LIFECYCLE_ENTRIES: Final = frozenset(
@@ -535,22 +537,63 @@ class _Replay:
 
     def run(self) -> ModelVerdict:
         self._call_of = {}
+        # The verdicts of one submit_concurrent raced: their events may be written in any
+        # order. They are judged at the reply (or the next other event), the accepted
+        # ones first: any order of admissions the runtime took has the same outcome.
+        racing: list[tuple[int, Mapping[str, Any]]] | None = None
         try:
             for pos, (direction, msg) in enumerate(self.entries):
                 if direction == "sent":
                     self.command(msg)
+                    racing = [] if self.last_command == "submit_concurrent" else None
                     continue
-                if "event" in msg:
+                problem = None
+                if racing is not None and msg.get("event") in ("accepted", "rejected"):
+                    racing.append((pos, msg))
+                    continue
+                if racing:
+                    problem = self._raced(racing)
+                    racing = [] if "re" not in msg else None
+                if problem is None and "event" in msg:
                     problem = self.event(pos, msg)
-                elif "re" in msg and self.last_command == "settle" and msg.get("ok"):
+                elif problem is None and "re" in msg and self.last_command == "settle" \
+                        and msg.get("ok"):
                     problem = self.settled(pos, msg)
-                else:
-                    problem = None
                 if problem is not None:
                     return ModelVerdict(problem, None, self.max_worlds)
         except _UndecidedError as exc:
             return ModelVerdict(None, str(exc), self.max_worlds)
         return ModelVerdict(None, None, self.max_worlds)
+
+    def _raced(self, verdicts: list[tuple[int, Mapping[str, Any]]]) -> Divergence | None:
+        """Judge the verdicts of one ``submit_concurrent``: the accepted ones in every order
+        the runtime may have admitted them (their events' order says nothing), then the
+        rejected ones."""
+        accepted = [v for v in verdicts if v[1].get("event") == "accepted"]
+        rejected = [v for v in verdicts if v[1].get("event") != "accepted"]
+        if len(accepted) > MAX_RACING:
+            raise _UndecidedError(f"more than {MAX_RACING} racing admissions")
+        start = self.worlds
+        found: dict[tuple[Any, ...], _World] = {}
+        first: Divergence | None = None
+        for order in itertools.permutations(accepted):
+            self.worlds = start
+            problem = None
+            for pos, msg in order:
+                problem = problem or self.event(pos, msg)
+            if problem is None:
+                for w in self.worlds:
+                    found.setdefault(w.key(), w)
+            elif first is None:
+                first = problem
+        if not found:
+            return first
+        self.worlds = list(found.values())
+        for pos, msg in rejected:
+            problem = self.event(pos, msg)
+            if problem is not None:
+                return problem
+        return None
 
     def _divergence(self, pos: int, msg: Mapping[str, Any],
                     problems: list[tuple[_World, _ProblemError]]) -> Divergence:
