@@ -26,8 +26,15 @@ from zlink_conformance.runner import (
     SuiteReport,
 )
 from zlink_conformance.runner.replay import ReplayError, load_replay, replay
+from zlink_conformance.selftest import (
+    MutantRow,
+    kill_matrix,
+    load_mutants,
+    matrix_markdown,
+    replace_matrix,
+)
 
-__all__ = ["configure", "replay_command", "run"]
+__all__ = ["configure", "replay_command", "run", "self_test"]
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -84,6 +91,20 @@ def configure(p: argparse.ArgumentParser) -> None:
                        help="wall-clock bound of the replay (default %(default)s)")
     rep_p.add_argument("-q", "--quiet", action="store_true",
                        help="print only the verdict, not the exchange")
+    self_p = sub.add_parser("self-test", help="run the suite against every mutant of the "
+                                              "reference runtime: the kill matrix",
+                            description=self_test.__doc__,
+                            formatter_class=argparse.RawDescriptionHelpFormatter)
+    self_p.add_argument("--mutants", type=Path, default=Path("tests/mutants.py"),
+                        metavar="FILE", help="the mutant catalogue (default %(default)s)")
+    self_p.add_argument("--preload", type=Path,
+                        default=Path("tests/conformance/fakes/preload_mutant.py"),
+                        metavar="FILE", help="the adapter preload file that applies the "
+                                             "mutant named by ZLINK_MUTANT_NAME "
+                                             "(default %(default)s)")
+    self_p.add_argument("--write-docs", type=Path, metavar="FILE",
+                        help="write the matrix into FILE between its kill-matrix markers "
+                             "(docs/conformance.md)")
 
 
 def _filters(p: argparse.ArgumentParser) -> None:
@@ -129,6 +150,8 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if action == "replay":
         return replay_command(args)
+    if action == "self-test":
+        return self_test(args)
     try:
         catalogue = load_catalogue(args.cases)
         cases = select(catalogue, args.only, args.skip)
@@ -255,3 +278,47 @@ def replay_command(args: argparse.Namespace) -> int:
     how = "the case's checks, " if result.judged_by_case else ""
     print(f"replay of {case_id}: {mark} (judged by {how}the invariants and the model)")
     return {"passed": 0, "failed": 1}.get(result.status, 2)
+
+
+def self_test(args: argparse.Namespace) -> int:
+    """Run the whole suite once per mutant of the reference runtime and print the kill
+    matrix: which cases each deliberate bug fails, and whether one of them is on the rule
+    the mutant breaks.
+
+      zlink conformance self-test                       from the repository root
+      zlink conformance self-test --write-docs docs/conformance.md
+
+    Each mutant runs in its own reference adapter process (the preload file switches it
+    on). A mutant is killed on its rule when a failing case names that rule (or a rule
+    under, above or related to it) in its rules, the model oracle's divergence, a broken
+    invariant or a guard's fault. Exit status: 0 when every mutant is killed on its rule,
+    1 when one survives or is killed elsewhere, 2 for missing files.
+    """
+    for path in (args.mutants, args.preload):
+        if not path.is_file():
+            print(f"zlink conformance self-test: {path} not found (run it from the "
+                  f"repository root, or pass --mutants/--preload)", file=sys.stderr)
+            return 2
+    catalogue = load_catalogue()
+    mutants = load_mutants(args.mutants)
+
+    def progress(row: MutantRow) -> None:
+        print(f"  {row.name:34s} {row.rule:8s} {row.verdict:16s} {len(row.failing):3d} "
+              f"failing case(s)  {row.seconds:.2f} s", flush=True)
+
+    print(f"self-test: {len(mutants)} mutants x {len(catalogue.cases)} cases")
+    rows = kill_matrix(mutants, catalogue.cases, reference_adapter_command(),
+                       args.preload.resolve(), progress=progress)
+    text = matrix_markdown(rows)
+    print()
+    print(text, end="")
+    if args.write_docs is not None:
+        doc = args.write_docs.read_text(encoding="utf-8")
+        try:
+            updated = replace_matrix(doc, text)
+        except ValueError as exc:
+            print(f"zlink conformance self-test: {args.write_docs}: {exc}", file=sys.stderr)
+            return 2
+        args.write_docs.write_text(updated, encoding="utf-8")
+        print(f"wrote the kill matrix into {args.write_docs}")
+    return 0 if all(r.verdict in ("killed", "unobservable") for r in rows) else 1
