@@ -9,8 +9,10 @@ import sys
 from pathlib import Path
 
 from zlink_conformance.adapters import reference_adapter_command
+from zlink_conformance.adapters.reference import PRELOAD_VARIABLE, PROGRESS_VARIABLE
 from zlink_conformance.catalog import CaseError, SelectionError, load_catalogue, select
 from zlink_conformance.known import KnownFailuresError, load_known_failures
+from zlink_conformance.oracle.log import CaseLog
 from zlink_conformance.report import (
     ConsoleReporter,
     print_catalogue,
@@ -18,6 +20,7 @@ from zlink_conformance.report import (
     write_json,
     write_junit,
 )
+from zlink_conformance.report.html import failing, write_html
 from zlink_conformance.runner import (
     DEFAULT_HANDSHAKE_TIMEOUT,
     DEFAULT_TIMEOUT,
@@ -57,6 +60,9 @@ def configure(p: argparse.ArgumentParser) -> None:
     run_p.add_argument("--json", type=Path, metavar="FILE",
                        help="write a JSON report (every case with its verdict and time_s)")
     run_p.add_argument("--junit", type=Path, metavar="FILE", help="write a JUnit XML report")
+    run_p.add_argument("--html", type=Path, metavar="FILE",
+                       help="write a self-contained HTML report: summary by rule, and each "
+                            "failing case's expected and observed timelines")
     run_p.add_argument("--transcripts", type=Path, metavar="DIR",
                        help="write each case's full exchange (commands, events, replies) "
                             "as DIR/<case>.jsonl")
@@ -220,6 +226,10 @@ def run(args: argparse.Namespace) -> int:
         write_json(first, args.json, extra)
     if args.junit:
         write_junit(first, args.junit)
+    if args.html:
+        write_html(first, args.html, _expected_logs(first, args.timeout),
+                   allow_skips=args.allow_skips)
+        print(f"wrote {args.html}")
     ok = first.success(allow_skips=args.allow_skips) and not differences
     return 0 if ok else 1
 
@@ -305,6 +315,8 @@ def self_test(args: argparse.Namespace) -> int:
     def progress(row: MutantRow) -> None:
         print(f"  {row.name:34s} {row.rule:8s} {row.verdict:16s} {len(row.failing):3d} "
               f"failing case(s)  {row.seconds:.2f} s", flush=True)
+        for case_id in row.failing:
+            print(f"      {'*' if case_id in row.matching else ' '} {case_id}")
 
     print(f"self-test: {len(mutants)} mutants x {len(catalogue.cases)} cases")
     rows = kill_matrix(mutants, catalogue.cases, reference_adapter_command(),
@@ -322,3 +334,20 @@ def self_test(args: argparse.Namespace) -> int:
         args.write_docs.write_text(updated, encoding="utf-8")
         print(f"wrote the kill matrix into {args.write_docs}")
     return 0 if all(r.verdict in ("killed", "unobservable") for r in rows) else 1
+
+
+def _expected_logs(report: SuiteReport, timeout: float) -> dict[str, CaseLog]:
+    """The reference runtime's log of each case that did not pass: the expected timeline
+    of the HTML report. The reference adapter runs without any preload hook."""
+    cases = [r.case for r in failing(report.results)]
+    if not cases:
+        return {}
+    env = {PRELOAD_VARIABLE: "", PROGRESS_VARIABLE: "default"}
+    try:
+        with Runner(reference_adapter_command(), env=env, timeout=timeout) as runner:
+            again = runner.run(cases)
+    except (SuiteAbortedError, OSError) as exc:
+        print(f"zlink conformance: no expected timelines (the reference adapter did not "
+              f"start: {exc})", file=sys.stderr)
+        return {}
+    return {r.case.id: r.log for r in again.results if r.log is not None}
