@@ -55,8 +55,9 @@ td.bad{background:#f8d9d6;color:#8c251c;font-weight:600}
 td.zero{color:#b3bac2}
 section.case{background:#fff;border:1px solid #d5dae0;border-left:5px solid #c8453b;
 border-radius:4px;margin:18px 0;padding:10px 18px 14px}
-section.case.error{border-left-color:#d98b16}
-section.case.xpass{border-left-color:#7a52b3}
+section.case.out-error{border-left-color:#d98b16}
+section.case.out-xpass{border-left-color:#7a52b3}
+section.case.out-xfail{border-left-color:#9aa5b1}
 section.case h2{font-size:16px;margin:4px 0;word-break:break-all}
 .meta{color:#5b6670;margin:2px 0 8px}
 ul.reasons{margin:6px 0;padding-left:20px}
@@ -234,7 +235,7 @@ def _entry_line(pos: int, direction: str, message: Mapping[str, Any]) -> str:
 
 def _case_section(result: CaseResult, expected: CaseLog | None) -> str:
     case = result.case
-    parts = [f'<section class="case {_e(result.outcome)}" id="{_e(case.id)}">',
+    parts = [f'<section class="case out-{_e(result.outcome)}" id="{_e(case.id)}">',
              f"<h2>{_e(case.id)}</h2>",
              f'<p class="meta"><span class="badges"><span class="{_e(result.outcome)}">'
              f"{_e(result.outcome)}</span></span> {_e(case.strength)}; rules "
