@@ -291,6 +291,10 @@ class _Builder:
             self.create(msg, where)
         elif name == "submit":
             self.submit(msg, where, self.command_id)
+        elif name == "submit_concurrent":
+            self.needs.add("concurrent_submission")
+            for i, sub in enumerate(msg["submissions"]):
+                self.submit(sub, f"{where}.submissions[{i}]", self.command_id)
         elif target is not None and target not in self.targets:
             self.problems.append(f"{where}: target {target!r} is not created before this step")
         needs = {"advance": "virtual_clock", "register": "snapshots",
@@ -388,6 +392,8 @@ class _Builder:
             return None
         for work in check.works():
             self.mentioned.append((work, where))
+        if check.kind == "members":
+            self.needs.add("member_listing")
         if check.kind == "waiter" and check.fields["waiter"] not in self.waiters:
             self.problems.append(f"{where}: waiter {check.fields['waiter']!r} is not started "
                                  f"by an earlier await or runtime_end")

@@ -48,8 +48,8 @@ def test_repeated_runs_give_identical_verdicts_and_identical_logs(
     catalogue: Catalogue, full_run: FullRun,
 ) -> None:
     """Two more runs, each with a fresh adapter, give the same verdict for every case and
-    the same log, line by line. (`zlink conformance run --repeat 20` does the same for
-    20 runs.)"""
+    the same log, line by line (but for submissions that race on real threads).
+    (`zlink conformance run --repeat 20` does the same for 20 runs.)"""
     first = full_run.report
     logs = {r.case.id: r.log.transcript() for r in first.results if r.log is not None}
     for _ in range(2):
@@ -58,6 +58,8 @@ def test_repeated_runs_give_identical_verdicts_and_identical_logs(
         assert again.verdicts() == first.verdicts()
         for result in again.results:
             assert result.log is not None
+            if "concurrent_submission" in result.case.capabilities:
+                continue  # real threads race: the verdicts agree, the event order need not
             assert result.log.transcript() == logs[result.case.id], result.case.id
 
 

@@ -45,7 +45,9 @@ import logging
 import os
 import runpy
 import sys
+import threading
 import traceback
+import typing
 from asyncio.events import _set_running_loop as set_running_loop
 from collections.abc import Callable, Coroutine, Iterable, Mapping
 from typing import IO, Any, cast
@@ -83,6 +85,10 @@ SETTLE_TURNS = 100_000
 # "eager" runs it until idle after every command. Cases must pass in all three.
 PROGRESS_VARIABLE = "ZLINK_ADAPTER_PROGRESS"
 PROGRESS_MODES = ("default", "lazy", "eager")
+# submit_concurrent: at most this many threads, and this long for each to hand its
+# submission to the loop (a bound against an adapter bug, never a verdict).
+CONCURRENT_LIMIT = 16
+CONCURRENT_WAIT_S = 10.0
 # The reference's work phases in the protocol's status names.
 ZOMBIE_STATES = {"queued": "queued", "running": "running", "suspended": "yielded",
                  "requeued": "yielded"}
@@ -302,7 +308,9 @@ class ReferenceAdapter:
             raise CommandError("bad_command", f"unknown command {name!r}")
         self._live = True
         loop = self._case.loop
-        if self._progress == "lazy" and name != "settle":
+        # submit_concurrent turns the loop in every mode: the loop thread must take the
+        # other threads' submissions.
+        if self._progress == "lazy" and name not in ("settle", "submit_concurrent"):
             return self._without_turning(handler(cmd))
         fields: dict[str, Any] = loop.run_until_complete(handler(cmd))
         if self._progress == "eager":
@@ -330,6 +338,7 @@ class ReferenceAdapter:
             "settle": self.settle, "close": self.close, "dispose": self.dispose,
             "as_not_safely": self.as_not_safely, "await": self.await_scope,
             "runtime_end": self.runtime_end, "statistics": self.statistics,
+            "submit_concurrent": self.submit_concurrent,
             "zombies": self.zombies,
         }
 
@@ -347,6 +356,7 @@ class ReferenceAdapter:
                         "language": f"python {sys.version_info.major}.{sys.version_info.minor}"},
             "capabilities": sorted(CAPABILITIES),
             "surface": surface(),
+            "members": members(),
         }
 
     # --------------------------------------------------------------- teardown
@@ -441,7 +451,66 @@ class ReferenceAdapter:
         """Submit one work through one entry; the verdict is the accepted/rejected event."""
         return {"verdict": self.submit(cmd)}
 
-    def submit(self, sub: Mapping[str, Any]) -> str:
+    async def submit_concurrent(self, cmd: dict[str, Any]) -> dict[str, Any]:
+        """Submit several works at once, each from its own OS thread (SE-6.3 under real
+        concurrency). The threads start together at a barrier; the loop thread, which
+        alone may change queue state (D-7), takes no submission until every thread has
+        handed its own over, so all of them really are in flight at once. The works wait
+        at a latch until every verdict is written, so no ``started`` can come before an
+        ``accepted``."""
+        subs = cmd.get("submissions")
+        if not isinstance(subs, list) or not 2 <= len(subs) <= CONCURRENT_LIMIT or \
+                not all(isinstance(sub, dict) for sub in subs):
+            raise CommandError("bad_command", f"submissions must be a list of 2 to "
+                                              f"{CONCURRENT_LIMIT} submission objects")
+        loop = self._case.loop
+        latch = asyncio.Event()
+        n = len(subs)
+        handed = threading.Semaphore(0)
+        post = loop.call_soon_threadsafe
+
+        def counting(callback: Callable[..., Any], *args: Any, **kw: Any) -> Any:
+            handle = post(callback, *args, **kw)
+            handed.release()
+            return handle
+
+        loop.call_soon_threadsafe = counting  # type: ignore[method-assign,assignment]
+        barrier = threading.Barrier(n)
+        done: list[asyncio.Future[None]] = [loop.create_future() for _ in subs]
+        errors: list[CommandError] = []
+
+        def worker(index: int) -> None:
+            barrier.wait()
+            try:
+                self.submit(subs[index], latch)
+            except CommandError as exc:
+                errors.append(exc)
+            except Exception as exc:  # an adapter bug: reported as the command's error
+                errors.append(CommandError("internal", repr(exc)))
+            finally:
+                handed.release()  # this thread will hand nothing (more) over
+                post(done[index].set_result, None)
+
+        threads = [threading.Thread(target=worker, args=(i,), daemon=True,
+                                    name=f"zlink-submit-{i}") for i in range(n)]
+        try:
+            for t in threads:
+                t.start()
+            # Each thread hands over its submission, or ends: block the loop thread until
+            # all n have done one of the two (bounded, in case a thread never does).
+            for _ in range(n):
+                if not handed.acquire(timeout=CONCURRENT_WAIT_S):
+                    raise CommandError("internal", "a submitting thread neither handed its "
+                                                   "submission to the loop nor ended")
+        finally:
+            del loop.call_soon_threadsafe
+        await asyncio.gather(*done)
+        latch.set()
+        if errors:
+            raise errors[0]
+        return {}
+
+    def submit(self, sub: Mapping[str, Any], latch: asyncio.Event | None = None) -> str:
         """Submit (from a command or a work's ``submit`` op). Returns the verdict."""
         work_id = sub.get("work")
         if not isinstance(work_id, str) or work_id in self._case.works:
@@ -454,7 +523,7 @@ class ReferenceAdapter:
         if not isinstance(script, list):
             raise CommandError("bad_command", "script must be a list of ops")
         ws = WorkState(work_id, target.name)
-        fn = self._make_work(ws, script)
+        fn = self._make_work(ws, script, latch)
         try:
             handle = target.submit(entry, fn, sub)
         except ZLinkRejectedError as exc:
@@ -647,12 +716,13 @@ class ReferenceAdapter:
         return {"zombies": out}
 
     # ------------------------------------------------------------------- works
-    def _make_work(self, ws: WorkState, script: list[Any]) -> Callable[[], Any]:
+    def _make_work(self, ws: WorkState, script: list[Any], latch: asyncio.Event | None = None
+                   ) -> Callable[[], Any]:
         """The callable submitted for a script: synchronous when no op waits (a
         synchronous turn), else a coroutine function."""
         waits = any(isinstance(op, dict) and op.get("op") in ("gate", "call", "wait_for")
                     for op in script)
-        if not waits:
+        if not waits and latch is None:
             def run_sync() -> None:
                 self._begin(ws)
                 try:
@@ -665,6 +735,8 @@ class ReferenceAdapter:
             return run_sync
 
         async def run_async() -> None:
+            if latch is not None:
+                await latch.wait()
             self._begin(ws)
             try:
                 for index, op in enumerate(script):
@@ -867,6 +939,48 @@ def surface() -> dict[str, dict[str, list[str]]]:
                 entries[name] = [p for p in params if p != "self"]
         out[type_] = entries
     return out
+
+
+def members() -> dict[str, dict[str, str]]:
+    """Each coordinator type's public members beyond its entry points, and whether one
+    hands out a queue (SE-2.5): read from a live instance (a property's value) and from
+    the annotations of methods (their result), so a member added later is reported too."""
+    loop = asyncio.new_event_loop()
+    try:
+        probes: dict[str, Any] = {
+            "spot": ZLinkSpotSerialExecutor("probe", mode=ZLinkUserSpotExecutionMode.PER_ACTOR,
+                                            loop=loop),
+            "actor": ZLinkActorSerialExecutor("probe", loop=loop),
+            "session": ZLinkSessionSerialExecutor("probe", loop=loop),
+        }
+        out: dict[str, dict[str, str]] = {}
+        for type_, obj in probes.items():
+            found = {}
+            for name in sorted(dir(type(obj))):
+                if name.startswith("_") or name.startswith("execute"):
+                    continue
+                found[name] = "queue" if _hands_out_queue(obj, name) else "other"
+            out[type_] = found
+        return out
+    finally:
+        loop.close()
+
+
+def _hands_out_queue(obj: Any, name: str) -> bool:
+    static = inspect.getattr_static(type(obj), name)
+    if callable(static) and not isinstance(static, property):
+        try:
+            hints = typing.get_type_hints(getattr(obj, name))
+        except Exception:
+            return False
+        return "ZLinkSerialExecutionQueue" in str(hints.get("return", ""))
+    try:
+        value = getattr(obj, name)
+    except Exception:
+        return False
+    values = value.values() if isinstance(value, Mapping) else (
+        value if isinstance(value, list | tuple | set | frozenset) else [value])
+    return any(isinstance(v, ZLinkSerialExecutionQueue) for v in values)
 
 
 def main() -> int:

@@ -35,7 +35,7 @@ STATUSES: Final = ("unknown", "rejected", "queued", "running", "yielded", "finis
 # Field kinds as in protocol.commands, plus: "works" (non-empty list of work names),
 # "work_list" (possibly empty), "status_map",
 # "event_refs" ("event:work" strings), "event_names", "kinds", "values_list",
-# "string_list". "!" marks a required field.
+# "string_list", "count" (an integer >= 0). "!" marks a required field.
 CHECK_FIELDS: Final[Mapping[str, Mapping[str, str]]] = {
     "status": {"works": "!status_map"},
     "order": {"events": "!event_refs"},
@@ -52,6 +52,9 @@ CHECK_FIELDS: Final[Mapping[str, Mapping[str, str]]] = {
                "errors": "string_list", "cancelled": "work_list", "abandoned": "work_list"},
     "zombies": {"works": "!works"},
     "surface": {},
+    "members": {},
+    "admitted": {"works": "!works", "accepted": "!count",
+                 "reason": "!enum:" + "|".join(REJECT_REASONS)},
 }
 
 
@@ -133,6 +136,8 @@ def _kind_problem(name: str, kind: str, value: Any) -> str | None:
         ok = isinstance(value, list) and all(isinstance(v, dict) for v in value)
     elif kind == "string_list":
         ok = isinstance(value, list) and all(isinstance(v, str) for v in value)
+    elif kind == "count":
+        ok = isinstance(value, int) and not isinstance(value, bool) and value >= 0
     else:  # pragma: no cover - the table above names only these kinds
         ok = False
     if ok:
@@ -375,11 +380,53 @@ def _surface(f: Mapping[str, Any], log: CaseLog, ctx: CheckContext) -> list[str]
     return out
 
 
+def _members(f: Mapping[str, Any], log: CaseLog, ctx: CheckContext) -> list[str]:
+    """SE-2.5, SE-3.1: no public member of a coordinator hands out one of its queues."""
+    members = ctx.handshake.get("members")
+    if not isinstance(members, dict):
+        return ["the handshake has no 'members' (capability member_listing)"]
+    out = []
+    for type_ in sorted(ENTRY_PARAMETERS):
+        listed = members.get(type_)
+        if not isinstance(listed, dict):
+            out.append(f"the handshake's members list nothing for {type_}")
+            continue
+        for name, gives in sorted(listed.items()):
+            if gives == "queue":
+                out.append(f"{type_}.{name} hands out a queue: code outside the coordinator "
+                           f"could keep it or submit to it directly")
+    return out
+
+
+def _admitted(f: Mapping[str, Any], log: CaseLog, ctx: CheckContext) -> list[str]:
+    """Exactly ``accepted`` of the works were accepted; every other one was rejected for
+    ``reason`` (which ones is up to the runtime: they raced)."""
+    accepted: list[str] = []
+    rejected: list[str] = []
+    other: list[str] = []
+    for work in f["works"]:
+        status = log.status(work)
+        reasons = [e.fields["reason"] for _, e in log.of(work) if e.name == "rejected"]
+        if status == "unknown":
+            other.append(f"{work}: no verdict")
+        elif reasons:
+            (rejected if reasons[0] == f["reason"] else other).append(
+                work if reasons[0] == f["reason"] else f"{work}: rejected for {reasons[0]}")
+        else:
+            accepted.append(work)
+    out = []
+    if len(accepted) != f["accepted"]:
+        out.append(f"expected {f['accepted']} of {len(f['works'])} accepted, got "
+                   f"{len(accepted)} ({' '.join(accepted) or 'none'})")
+    out += [f"{o}, expected accepted or rejected for {f['reason']}" for o in other]
+    return out
+
+
 _EVALUATORS: Final[Mapping[str, Evaluator]] = {
     "status": _status, "order": _order, "start_order": _start_order, "overlap": _overlap,
     "no_overlap": _no_overlap, "rejected": _rejected, "errors": _errors, "waited": _waited,
     "snapshots": _snapshots, "events": _events, "failed": _failed, "waiter": _waiter,
-    "zombies": _zombies, "surface": _surface,
+    "zombies": _zombies, "surface": _surface, "members": _members, "admitted": _admitted,
 }
 assert set(_EVALUATORS) == set(CHECK_FIELDS)
 

@@ -25,6 +25,7 @@ from .wire import (
 __all__ = [
     "CASE_COMMANDS",
     "COMMAND_FIELDS",
+    "MAX_CONCURRENT",
     "OP_FIELDS",
     "RUNNER_COMMANDS",
     "SUBMISSION_FIELDS",
@@ -33,7 +34,9 @@ __all__ = [
 ]
 
 # Field kinds: "id", "int" (>= 0), "bool", "enum:<a|b>", "policy", "values", "script",
-# "entry". A leading "!" marks a required field.
+# "entry", "submissions" (2 to MAX_CONCURRENT submission objects). A leading "!" marks a
+# required field.
+MAX_CONCURRENT: Final = 16
 SUBMISSION_FIELDS: Final[Mapping[str, str]] = {
     "work": "!id", "target": "!id", "entry": "!entry", "actor_id": "id",
     "timer_name": "id", "payload_bytes": "int", "script": "script",
@@ -49,6 +52,7 @@ COMMAND_FIELDS: Final[Mapping[str, Mapping[str, str]]] = {
         "actor_type": "id", "zombie_warn_after_ms": "int",
     },
     "submit": SUBMISSION_FIELDS,
+    "submit_concurrent": {"submissions": "!submissions"},
     "open": {"gate": "!id"},
     "complete": {"call": "!id"},
     "fail": {"call": "!id", "message": "string"},
@@ -115,6 +119,18 @@ def _field_problem(name: str, kind: str, value: Any, where: str) -> list[str]:
             isinstance(v, str | int) for v in value.values()
         ):
             return [f"{where}: {name!r} must be an object of strings, integers or booleans"]
+    elif kind == "submissions":
+        if not isinstance(value, list) or not 2 <= len(value) <= MAX_CONCURRENT:
+            return [f"{where}: 'submissions' must be a list of 2 to {MAX_CONCURRENT} "
+                    f"submissions"]
+        found: list[str] = []
+        for i, sub in enumerate(value):
+            if not isinstance(sub, dict):
+                found.append(f"{where}.submissions[{i}]: a submission must be an object")
+            else:
+                found += _fields_problems(sub, SUBMISSION_FIELDS, (),
+                                          f"{where}.submissions[{i}]")
+        return found
     elif kind == "script":
         if not isinstance(value, list):
             return [f"{where}: 'script' must be a list of ops"]

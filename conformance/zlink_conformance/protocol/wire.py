@@ -137,11 +137,18 @@ CAPABILITIES: Final[Mapping[str, str]] = {
     "statistics": "the `statistics` command: active and zombie counts, reservations per owner",
     "zombie_listing": "the `zombies` command: the zombies of a target while they run",
     "zombie_warning": "`zombie_warning` events for zombies outliving a threshold (SD-6)",
+    "concurrent_submission": (
+        "`submit_concurrent`: several submissions at once, each from its own OS thread"
+    ),
+    "member_listing": (
+        "the handshake's `members`: each coordinator's public members beyond its entry "
+        "points, and whether one hands out a queue"
+    ),
 }
 
 COMMANDS: Final = (
-    "hello", "reset", "create", "submit", "open", "complete", "fail", "advance",
-    "register", "update_registration", "settle", "close", "dispose", "as_not_safely",
+    "hello", "reset", "create", "submit", "submit_concurrent", "open", "complete", "fail",
+    "advance", "register", "update_registration", "settle", "close", "dispose", "as_not_safely",
     "await", "runtime_end", "statistics", "zombies", "shutdown",
 )
 OPS: Final = ("gate", "call", "busy", "submit", "wait_for", "snapshot", "raise")

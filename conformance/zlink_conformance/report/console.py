@@ -3,16 +3,18 @@ pass, and a summary by rule that ends in the run's verdict."""
 
 from __future__ import annotations
 
+import json
 import sys
-from collections.abc import Sequence
-from typing import TextIO
+from collections.abc import Mapping, Sequence
+from typing import Any, TextIO
 
 from ..catalog import Case, Catalogue
 from ..runner.suite import CaseResult, SuiteReport
 
 __all__ = ["ConsoleReporter", "print_catalogue", "print_summary"]
 
-_MARK = {"passed": "pass", "failed": "FAIL", "error": "ERROR", "skipped": "skip"}
+_MARK = {"passed": "pass", "failed": "FAIL", "error": "ERROR", "skipped": "skip",
+         "xfail": "xfail (known failure)", "xpass": "XPASS (listed as a known failure)"}
 
 
 class ConsoleReporter:
@@ -27,22 +29,40 @@ class ConsoleReporter:
         self.verbose = verbose
 
     def __call__(self, index: int, total: int, result: CaseResult) -> None:
-        if self.quiet and result.status in ("passed", "skipped"):
+        if self.quiet and result.outcome in ("passed", "skipped", "xfail"):
             return
         width = len(str(total))
         ms = result.seconds * 1000
-        line = f"[{index:>{width}}/{total}] {result.case.id} ... {_MARK[result.status]}"
+        line = f"[{index:>{width}}/{total}] {result.case.id} ... {_MARK[result.outcome]}"
         if result.status != "skipped":
             line += f" ({ms:.0f} ms)"
         self.stream.write(line + "\n")
-        if result.status != "passed" and (result.status != "skipped" or self.verbose):
+        if result.outcome == "xfail":
+            self.stream.write(f"      known failure: {result.expected_failure}\n")
+        if result.outcome == "xpass":
+            self.stream.write(f"      it passes now: remove it from the known failures "
+                              f"({result.expected_failure})\n")
+        if result.status != "passed" and result.outcome != "xfail" and (
+                result.status != "skipped" or self.verbose):
             for message in result.messages:
                 self.stream.write(f"      {message}\n")
+        div = result.divergence
+        if div is not None and result.outcome == "failed":
+            self.stream.write(f"      model: the log up to {div.what()}:\n")
+            for pos, direction, entry in div.leading:
+                arrow = ">" if direction == "sent" else "<"
+                self.stream.write(f"      {pos:>4} {arrow} {_short(entry)}\n")
+            self.stream.write(f"      {div.position:>4} < {_short(div.event)}   <-- diverges\n")
         if result.stderr_tail:
             self.stream.write("      adapter stderr (last lines):\n")
             for text in result.stderr_tail[-12:]:
                 self.stream.write(f"      | {text}\n")
         self.stream.flush()
+
+
+def _short(message: Mapping[str, Any], limit: int = 110) -> str:
+    text = json.dumps(dict(message), separators=(",", ":"))
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def print_summary(report: SuiteReport, *, allow_skips: bool = False,
@@ -51,12 +71,17 @@ def print_summary(report: SuiteReport, *, allow_skips: bool = False,
     out = stream or sys.stdout
     rows = report.by_rule()
     out.write("\n")
-    out.write(f"{'rule':10s} {'cases':>5s} {'pass':>5s} {'fail':>5s} {'error':>5s} {'skip':>5s}\n")
-    out.write(f"{'-' * 10} {'-' * 5} {'-' * 5} {'-' * 5} {'-' * 5} {'-' * 5}\n")
+    listed = any(c["xfail"] or c["xpass"] for c in rows.values())
+    extra = f" {'xfail':>5s} {'xpass':>5s}" if listed else ""
+    out.write(f"{'rule':10s} {'cases':>5s} {'pass':>5s} {'fail':>5s} {'error':>5s} {'skip':>5s}"
+              f"{extra}\n")
+    out.write(f"{'-' * 10} {'-' * 5} {'-' * 5} {'-' * 5} {'-' * 5} {'-' * 5}"
+              f"{' -----' * 2 if listed else ''}\n")
     for rule, counts in rows.items():
         total = sum(counts.values())
+        more = f" {counts['xfail']:5d} {counts['xpass']:5d}" if listed else ""
         out.write(f"{rule:10s} {total:5d} {counts['passed']:5d} {counts['failed']:5d} "
-                  f"{counts['error']:5d} {counts['skipped']:5d}\n")
+                  f"{counts['error']:5d} {counts['skipped']:5d}{more}\n")
     out.write("\n")
     hs = report.handshake
     if hs is not None:
@@ -66,6 +91,9 @@ def print_summary(report: SuiteReport, *, allow_skips: bool = False,
                       f"{', '.join(hs.unknown_capabilities)}\n")
     total = len(report.results)
     parts = [f"{report.count(s)} {s}" for s in ("passed", "failed", "error", "skipped")]
+    for outcome, text in (("xfail", "expected failure(s)"), ("xpass", "UNEXPECTED PASS(ES)")):
+        if report.count_outcome(outcome):
+            parts.append(f"{report.count_outcome(outcome)} {text}")
     out.write(f"{total} cases in {report.seconds:.2f} s: {', '.join(parts)}"
               f"{f'; adapter restarted {report.restarts} time(s)' if report.restarts else ''}\n")
     req = [r for r in report.results if r.case.required]
@@ -77,7 +105,18 @@ def print_summary(report: SuiteReport, *, allow_skips: bool = False,
         out.write(f"required cases {verb}, for capabilities the adapter did not declare:\n")
         for case_id in skipped_req:
             out.write(f"  {case_id}\n")
-    bad = [r.case.id for r in req if r.status in ("failed", "error")]
+    known = [r for r in report.results if r.outcome == "xfail"]
+    if known:
+        out.write("known failures (--expect-fail), failing as expected:\n")
+        for r in known:
+            out.write(f"  {r.case.id}: {r.expected_failure}\n")
+    stale = [r.case.id for r in report.results if r.outcome == "xpass"]
+    if stale:
+        out.write("UNEXPECTED PASS: listed as known failures but passing now; remove them "
+                  "from the --expect-fail file:\n")
+        for case_id in stale:
+            out.write(f"  {case_id}\n")
+    bad = [r.case.id for r in req if r.outcome in ("failed", "error")]
     if bad:
         out.write("required cases that did not pass:\n")
         for case_id in bad:

@@ -17,9 +17,9 @@ def junit_xml(report: SuiteReport) -> str:
     suite = ET.Element("testsuite", {
         "name": "zlink-conformance",
         "tests": str(len(report.results)),
-        "failures": str(report.count("failed")),
-        "errors": str(report.count("error")),
-        "skipped": str(report.count("skipped")),
+        "failures": str(report.count_outcome("failed") + report.count_outcome("xpass")),
+        "errors": str(report.count_outcome("error")),
+        "skipped": str(report.count_outcome("skipped") + report.count_outcome("xfail")),
         "time": f"{report.seconds:.3f}",
     })
     props = ET.SubElement(suite, "properties")
@@ -36,7 +36,14 @@ def junit_xml(report: SuiteReport) -> str:
         if result.stderr_tail:
             text += "\nadapter stderr (last lines):\n" + "\n".join(result.stderr_tail)
         first = result.messages[0] if result.messages else result.status
-        if result.status == "failed":
+        if result.outcome == "xfail":
+            ET.SubElement(case, "skipped", {
+                "message": f"expected failure: {result.expected_failure}"}).text = text
+        elif result.outcome == "xpass":
+            ET.SubElement(case, "failure", {
+                "message": f"unexpected pass: listed as a known failure "
+                           f"({result.expected_failure})"})
+        elif result.status == "failed":
             ET.SubElement(case, "failure", {"message": first}).text = text
         elif result.status == "error":
             ET.SubElement(case, "error", {"message": first}).text = text

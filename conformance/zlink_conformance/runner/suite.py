@@ -2,11 +2,12 @@
 
 For each selected case the runner sends ``reset``, then the case's steps in order
 (commands, and checks judged on the log so far), then one last ``settle``; it judges the
-case's ``expect`` checks and the invariants every log must satisfy
-(``runner.invariants``). A case whose capability the adapter did not declare is skipped,
-and says which capability it needed. If the adapter dies, hangs or breaks the protocol,
-that case is an error (with the adapter's last stderr lines) and the next case gets a
-fresh adapter.
+case's ``expect`` checks, the invariants every log must satisfy (``oracle.invariants``)
+and the model oracle (``oracle.model``: the whole log replayed through the reference
+protocol core; its first divergence fails the case). A case whose capability the
+adapter did not declare is skipped, and says which capability it needed. If the adapter
+dies, hangs or breaks the protocol, that case is an error (with the adapter's last
+stderr lines) and the next case gets a fresh adapter.
 
 Verdicts: ``passed``; ``failed`` (the runtime behaved differently from the case);
 ``error`` (the adapter crashed, hung, broke the protocol or refused a command);
@@ -28,12 +29,14 @@ from ..catalog import Case, Command
 from ..oracle.checks import Check, CheckContext, match_reply
 from ..oracle.invariants import check_invariants
 from ..oracle.log import CaseLog
+from ..oracle.model import Divergence, check_model
 from ..protocol.wire import Event
 from .process import AdapterError, AdapterProcess, Handshake, HandshakeError, WireTap
 
 __all__ = [
     "DEFAULT_HANDSHAKE_TIMEOUT",
     "DEFAULT_TIMEOUT",
+    "OUTCOMES",
     "STATUSES",
     "CaseResult",
     "Runner",
@@ -44,6 +47,9 @@ __all__ = [
 DEFAULT_TIMEOUT = 10.0
 DEFAULT_HANDSHAKE_TIMEOUT = 30.0  # an adapter may start a slow runtime (a JVM, a build)
 STATUSES = ("passed", "failed", "error", "skipped")
+# What a verdict means once known failures are taken into account: a listed case that
+# failed is an expected failure, a listed case that passed an unexpected pass.
+OUTCOMES = ("passed", "failed", "error", "skipped", "xfail", "xpass")
 
 
 class SuiteAbortedError(Exception):
@@ -65,16 +71,45 @@ class CaseResult:
     messages: list[str] = dataclasses.field(default_factory=list)
     stderr_tail: list[str] = dataclasses.field(default_factory=list)
     log: CaseLog | None = None
+    divergence: Divergence | None = None  # the model oracle's first divergent event
+    model_undecided: str | None = None  # why the model stopped judging this log, if it did
+    expected_failure: str | None = None  # the reason, when the case is a known failure
+
+    @property
+    def outcome(self) -> str:
+        """The status, or ``xfail`` (a known failure failed or errored) or ``xpass`` (a
+        known failure passed: the entry is stale)."""
+        if self.expected_failure is None:
+            return self.status
+        if self.status in ("failed", "error"):
+            return "xfail"
+        return "xpass" if self.status == "passed" else self.status
+
+    def commands(self) -> list[dict[str, Any]]:
+        """Every command sent to the adapter for this case, in order, as written on the
+        wire (without the ``id`` the adapter process adds): what ``replay`` sends again."""
+        if self.log is None:
+            return []
+        return [dict(m) for d, m in self.log.entries if d == "sent"]
 
     def to_json(self) -> dict[str, Any]:
-        """The result as plain data (``--json``)."""
+        """The result as plain data (``--json``). A case that did not pass carries its
+        command sequence, so ``zlink conformance replay`` can send it again."""
         out: dict[str, Any] = {
             "id": self.case.id, "strength": self.case.strength, "rules": list(self.case.rules),
-            "status": self.status, "time_s": round(self.seconds, 4),
+            "status": self.status, "outcome": self.outcome, "time_s": round(self.seconds, 4),
             "messages": self.messages,
         }
+        if self.expected_failure is not None:
+            out["expected_failure"] = self.expected_failure
+        if self.divergence is not None:
+            out["divergence"] = self.divergence.to_json()
+        if self.model_undecided is not None:
+            out["model_undecided"] = self.model_undecided
         if self.stderr_tail:
             out["stderr_tail"] = self.stderr_tail
+        if self.status in ("failed", "error") and self.log is not None:
+            out["commands"] = self.commands()
         return out
 
 
@@ -93,22 +128,29 @@ class SuiteReport:
         return sum(1 for r in self.results if r.status == status
                    and (required is None or r.case.required == required))
 
+    def count_outcome(self, outcome: str) -> int:
+        """How many cases have this outcome (``xfail``, ``xpass`` or a status)."""
+        return sum(1 for r in self.results if r.outcome == outcome)
+
     def verdicts(self) -> list[tuple[str, str]]:
         """(case ID, status) for every case, in run order: what repeated runs compare."""
         return [(r.case.id, r.status) for r in self.results]
 
     def success(self, *, allow_skips: bool = False) -> bool:
         """Every selected required case passed (skipped ones count against unless
-        ``allow_skips``)."""
+        ``allow_skips``); a known failure that failed does not count against, a known
+        failure that passed does."""
         bad = {"failed", "error"} if allow_skips else {"failed", "error", "skipped"}
-        return not any(r.case.required and r.status in bad for r in self.results)
+        if any(r.outcome == "xpass" for r in self.results):
+            return False  # a stale known-failure entry fails the run until it is removed
+        return not any(r.case.required and r.outcome in bad for r in self.results)
 
     def by_rule(self) -> dict[str, collections.Counter[str]]:
-        """For each rule, how many of its cases ended with each status."""
+        """For each rule, how many of its cases ended with each outcome."""
         table: dict[str, collections.Counter[str]] = {}
         for r in self.results:
             for rule in r.case.rules:
-                table.setdefault(rule, collections.Counter())[r.status] += 1
+                table.setdefault(rule, collections.Counter())[r.outcome] += 1
         return dict(sorted(table.items(), key=lambda kv: _rule_key(kv[0])))
 
     def to_json(self) -> dict[str, Any]:
@@ -121,6 +163,7 @@ class SuiteReport:
             "time_s": round(self.seconds, 3),
             "restarts": self.restarts,
             "summary": {s: self.count(s) for s in STATUSES},
+            "outcomes": {o: self.count_outcome(o) for o in OUTCOMES},
             "required": {s: self.count(s, required=True) for s in STATUSES},
             "rules": {rule: dict(c) for rule, c in self.by_rule().items()},
             "cases": [r.to_json() for r in self.results],
@@ -144,8 +187,10 @@ class Runner:
     def __init__(self, argv: Sequence[str], *, timeout: float = DEFAULT_TIMEOUT,
                  env: Mapping[str, str] | None = None, transcripts: Path | None = None,
                  wire_tap: WireTap | None = None,
-                 handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT) -> None:
+                 handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
+                 known_failures: Mapping[str, str] | None = None) -> None:
         self.argv = list(argv)
+        self.known_failures = dict(known_failures or {})
         self.wire_tap = wire_tap
         self.handshake_timeout = handshake_timeout
         self.timeout = timeout
@@ -224,7 +269,8 @@ class Runner:
         if missing:
             return CaseResult(case, "skipped", 0.0,
                               [f"needs capability {', '.join(missing)}, which the adapter "
-                               f"did not declare"])
+                               f"did not declare"],
+                              expected_failure=self.known_failures.get(case.id))
         log = CaseLog()
         try:
             adapter = self._ready_adapter()
@@ -235,7 +281,15 @@ class Runner:
                 self._adapter.kill()
                 self._adapter = None
             status, messages, tail = "error", [exc.message], exc.stderr_tail
-        result = CaseResult(case, status, time.monotonic() - t0, messages, tail, log)
+        divergence = undecided = None
+        if status in ("passed", "failed"):
+            verdict = check_model(log)
+            divergence, undecided = verdict.divergence, verdict.undecided
+            if divergence is not None:
+                status = "failed"
+                messages.append(divergence.message())
+        result = CaseResult(case, status, time.monotonic() - t0, messages, tail, log,
+                            divergence, undecided, self.known_failures.get(case.id))
         if self.transcripts is not None:
             self._write_transcript(result)
         return result

@@ -1,0 +1,1001 @@
+"""The model oracle: every case's whole log replayed through the reference protocol core.
+
+Theory of operation
+===================
+
+The invariants of ``invariants`` judge a log without a model. This module goes further:
+it drives ``QueueCore`` instances of the reference core (``zlink_reference._core``), one
+per owner queue the runner knows from its own ``create`` and ``submit`` commands (the
+routing table says which queue admits each work and on which queue's turn it runs), and
+maps every observed event onto the core transition(s) it implies:
+
+=====================  ====================================================================
+event                  transition(s) in the model
+=====================  ====================================================================
+``accepted``           ``admit`` on the admitting queue (lane, payload, barrier from the
+                       entry); the model must not refuse it. A session's final work is
+                       recorded and closes the session; it is placed (``transfer``) once
+                       every work accepted before it has ended (D-12)
+``rejected``           the model's own verdict on the same queue must be this reason
+``started``            ``take_next`` on the running queue must give the turn to this work
+                       (FIFO per lane, barrier first, lifecycle within the burst limit).
+                       A SpotWide Actor work must first have been moved: ``take_next`` on
+                       its Actor queue (claim free, FIFO) and ``transfer`` onto the Spot
+                       queue (SE-4.5)
+``yielded``            ``yield_turn`` (the work must hold the turn; Entry Spots have no
+                       Yield); its call must still be pending
+``resumed``            ``requeue`` (only once the call was settled, or a disposal cut it
+                       short) and then ``take_next`` giving the turn to the resume permit
+``finished``/``failed``  ``finish``; a SpotWide Actor work also ends its Actor's claim
+``cancelled``          a work that never started: cancelled by the model's ``dispose`` or
+                       ``expire_timeout`` (or the runtime end); a work on its turn:
+                       ``finish`` as cancelled, only after a disposal asked for it; never
+                       while it is yielded (D-8)
+``snapshot``, ``error``, ``waited``   the work must hold its turn
+=====================  ====================================================================
+
+Commands shape the model too: ``close`` and ``dispose`` close and dispose each queue of
+the target, ``complete``/``fail`` settle a call (its work may now requeue), and the reply
+to ``settle`` promises that nothing can progress: the model then insists that every
+queue with a ready item has a turn holder (``NoLostWakeup``).
+
+Nondeterminism
+--------------
+
+The protocol does not show everything the core does. Three internal steps happen at a
+moment no event reports: a SpotWide Actor queue moving its head onto the Spot queue, a
+yielded work queueing its resume permit after its call returned, and a session placing
+its final work. The model keeps a set of *worlds* (core states) and, before each event,
+adds every world reachable by internal steps; the event then keeps the worlds in which
+it is legal. A runtime diverges when no world is left; it is never failed for a choice
+some world allows. Time does not need a world of its own: within one owner, the order of
+turns does not depend on where slices end (``end_slice`` keeps the lines and the streak),
+so the model runs with the clock at 0 and never cuts a slice; whether slices are cut is
+the business of the time-budget cases. The disposal timeout may expire at any moment
+after ``dispose_after_timeout`` (the cases check that it waits for its time). And because
+a multi-threaded runtime may write ``accepted`` of one work after another work of the
+same owner already took the turn, a take may pass over works whose ``accepted`` came
+after that owner's previous turn event.
+
+Very rarely the worlds multiply past ``MAX_WORLDS``; the model then stops judging that
+case (``undecided``) rather than guess.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from collections import deque
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+from zlink_reference._core.errors import ZLinkProtocolError, ZLinkRejectedError
+from zlink_reference._core.policy import ZLinkExecutionLanePolicy
+from zlink_reference._core.queue import (
+    CANCELLED,
+    COMPLETED,
+    DONE,
+    FAILED,
+    MODE_CANCELLED,
+    MODE_OPEN,
+    MODE_SAFELY,
+    MODE_TIMEOUT,
+    QUEUED,
+    REQUEUED,
+    RUNNING,
+    SUSPENDED,
+    QueueConfig,
+    QueueCore,
+    WorkRecord,
+)
+from zlink_reference._core.rules import (
+    APPLICATION_LANE,
+    LIFECYCLE_LANE,
+    Source,
+    admission_verdict,
+    reservation_bytes,
+)
+
+from ..protocol.routing import Route, TargetInfo, route
+from .log import CaseLog
+
+__all__ = ["MAX_WORLDS", "Divergence", "ModelVerdict", "check_model", "replay_entries"]
+
+MAX_WORLDS: Final = 4096
+MAX_RACING: Final = 6  # accepted verdicts of one submit_concurrent tried in every order
+LEADING: Final = 12  # entries of the log shown before a divergent event
+
+LIFECYCLE_ENTRIES: Final = frozenset(
+    {"execute_lifecycle", "enqueue_lifecycle", "execute_control", "execute_infrastructure"})
+PAYLOAD_ENTRIES: Final = frozenset(
+    {"execute_actor", "execute_application", "enqueue_with_payload_bytes"})
+TURN_EVENTS: Final = frozenset(
+    {"started", "resumed", "yielded", "finished", "failed", "cancelled"})
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Divergence:
+    """The first event the model forbids: where, which rule it breaks, and why."""
+
+    position: int  # position of the event in the case's log
+    event: Mapping[str, Any]  # its wire form
+    rule: str
+    invariant: str | None  # the model invariant's name (as in models/*.tla), if one applies
+    explanation: str
+    leading: tuple[tuple[int, str, Mapping[str, Any]], ...]  # (position, dir, message)
+
+    def label(self) -> str:
+        """``[model FifoWithinLane SE-6.6]``."""
+        name = f" {self.invariant}" if self.invariant else ""
+        return f"[model{name} {self.rule}]"
+
+    def what(self) -> str:
+        """``started:b@14`` (or ``settle reply@20``)."""
+        name = self.event.get("event")
+        if name is None:
+            return f"settle reply@{self.position}"
+        work = self.event.get("work")
+        return f"{name}:{work}@{self.position}" if work else f"{name}@{self.position}"
+
+    def message(self) -> str:
+        """One line for reports."""
+        return f"{self.label()} {self.what()}: {self.explanation}"
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain data for the JSON report."""
+        return {
+            "position": self.position, "event": dict(self.event), "rule": self.rule,
+            "invariant": self.invariant, "explanation": self.explanation,
+            "leading": [{"pos": p, "dir": d, "message": dict(m)} for p, d, m in self.leading],
+        }
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ModelVerdict:
+    """What the model made of a whole log."""
+
+    divergence: Divergence | None
+    undecided: str | None = None  # why the model stopped judging, if it did
+    max_worlds: int = 1
+
+
+class _ProblemError(Exception):
+    """An event is illegal in one world: the rule, the invariant and why."""
+
+    def __init__(self, rule: str, invariant: str | None, explanation: str) -> None:
+        super().__init__(explanation)
+        self.rule = rule
+        self.invariant = invariant
+        self.explanation = explanation
+
+
+class _UndecidedError(Exception):
+    """The worlds multiplied past MAX_WORLDS, or the model cannot read a command."""
+
+
+class _Rec(WorkRecord):
+    """A model work record: the core's fields plus the runner's work name."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        super().__init__()
+        self.name = name
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Work:
+    """One submission as the runner made it."""
+
+    name: str
+    target: TargetInfo
+    entry: str
+    route: Route
+    lane: int
+    payload: int
+    barrier: bool
+
+    @property
+    def final(self) -> bool:
+        return self.target.type == "session" and self.entry == "execute_final"
+
+    @property
+    def moved(self) -> bool:
+        """A SpotWide Actor work: admitted by its Actor queue, run on the Spot queue."""
+        return self.route.claim is not None
+
+
+class _Shared:
+    """What the commands established; the same in every world."""
+
+    def __init__(self) -> None:
+        self.targets: dict[str, TargetInfo] = {}
+        self.policies: dict[str, dict[str, ZLinkExecutionLanePolicy]] = {}
+        self.configs: dict[str, QueueConfig] = {}
+        self.works: dict[str, _Work] = {}
+        self.settled_calls: set[str] = set()
+        self.closed: set[str] = set()  # targets closed to new work
+        self.not_safely: set[str] = set()
+        self.ending = False  # runtime_end was sent: zombies may be cancelled
+        self.accepted_at: dict[str, int] = {}
+        self.last_turn_event: dict[str, int] = {}  # owner -> position
+
+    def config(self, owner: str, target: str) -> QueueConfig:
+        config = self.configs.get(owner)
+        if config is None:
+            info = self.targets[target]
+            which = "policy"
+            if owner.startswith(f"{target}/actor:"):
+                which = "actor_policy"
+            elif owner.startswith(f"{target}/timer:"):
+                which = "timer_policy"
+            policy = self.policies[target].get(which) or ZLinkExecutionLanePolicy()
+            config = self.configs[owner] = QueueConfig(
+                policy, yield_allowed=info.offers_yield)
+        return config
+
+
+class _World:
+    """One possible state of every queue of the case."""
+
+    __slots__ = ("cores", "finals", "owner_of", "recs", "steps", "to_cancel", "turns")
+
+    def __init__(self) -> None:
+        self.cores: dict[str, QueueCore] = {}
+        self.owner_of: dict[str, str] = {}  # core name -> target
+        self.recs: dict[str, _Rec] = {}  # work -> record on its admitting queue
+        self.turns: dict[str, _Rec] = {}  # SpotWide Actor work -> its turn on the Spot queue
+        self.finals: dict[str, _Rec] = {}  # session final work accepted, not yet placed
+        self.to_cancel: set[tuple[str, str]] = set()  # (core, work) the model cancelled
+        self.steps = 0
+
+    # ---------------------------------------------------------------- copying
+    def clone(self) -> _World:
+        new = _World()
+        recmap: dict[int, _Rec] = {}
+
+        def rec(r: WorkRecord) -> _Rec:
+            got = recmap.get(id(r))
+            if got is None:
+                assert isinstance(r, _Rec)
+                got = _Rec.__new__(_Rec)
+                for slot in ("name", "wid", "seq", "lane", "barrier", "nbytes", "phase",
+                             "resumes", "zombie"):
+                    setattr(got, slot, getattr(r, slot))
+                recmap[id(r)] = got
+            return got
+
+        for name, core in self.cores.items():
+            c = QueueCore.__new__(QueueCore)
+            for slot in ("app_bytes", "app_count", "closed", "config", "drain_scheduled",
+                         "draining", "life_bytes", "life_count", "mode", "name", "next_seq",
+                         "slice_started_at", "streak", "zombies"):
+                setattr(c, slot, getattr(core, slot))
+            for slot in ("app", "life", "barrier"):
+                line = getattr(core, slot)
+                setattr(c, slot, None if line is None else deque(rec(r) for r in line))
+            c.current = None if core.current is None else rec(core.current)
+            c.suspended = None if core.suspended is None else {rec(r) for r in core.suspended}
+            new.cores[name] = c
+        new.owner_of = dict(self.owner_of)
+        new.recs = {k: rec(v) for k, v in self.recs.items()}
+        new.turns = {k: rec(v) for k, v in self.turns.items()}
+        new.finals = {k: rec(v) for k, v in self.finals.items()}
+        new.to_cancel = set(self.to_cancel)
+        new.steps = self.steps
+        return new
+
+    def key(self) -> tuple[Any, ...]:
+        """What tells two worlds apart (sequence numbers only by the order they make)."""
+        parts: list[Any] = []
+        for name in sorted(self.cores):
+            c = self.cores[name]
+            parts.append((
+                name, tuple(r.name for r in c.line(Source.BARRIER)),  # type: ignore[attr-defined]
+                tuple(r.name for r in c.line(Source.LIFECYCLE)),  # type: ignore[attr-defined]
+                tuple(r.name for r in c.line(Source.APPLICATION)),  # type: ignore[attr-defined]
+                None if c.current is None else c.current.name,  # type: ignore[attr-defined]
+                tuple(sorted(r.name for r in c.suspended_records())),  # type: ignore[attr-defined]
+                c.app_count, c.app_bytes, c.life_count, c.life_bytes, c.streak, c.closed,
+                c.mode, c.zombies,
+            ))
+        parts.append(tuple(sorted(self.turns)))
+        parts.append(tuple(sorted(self.finals)))
+        parts.append(tuple(sorted(self.to_cancel)))
+        return tuple(parts)
+
+    # ----------------------------------------------------------------- queues
+    def core(self, shared: _Shared, owner: str, target: str) -> QueueCore:
+        core = self.cores.get(owner)
+        if core is None:
+            core = self.cores[owner] = QueueCore(shared.config(owner, target), owner)
+            self.owner_of[owner] = target
+            if target in shared.closed:
+                core.close()
+        return core
+
+    def target_cores(self, target: str) -> list[QueueCore]:
+        return [c for name, c in self.cores.items() if self.owner_of[name] == target]
+
+
+# ------------------------------------------------------------------ core helpers
+def _line_of(core: QueueCore, rec: _Rec) -> Source | None:
+    for source in Source:
+        if any(r.name == rec.name for r in core.line(source)):  # type: ignore[attr-defined]
+            return source
+    return None
+
+
+def _take(core: QueueCore) -> _Rec:
+    """The core's own choice of the next turn (the drain is entered as needed: when the
+    drain runs is not observable, only what it takes)."""
+    if core.current is not None:
+        raise _ProblemError("SE-6.5", "NoDoubleDrain",
+                       f"{core.current.name} still holds the turn of "  # type: ignore[attr-defined]
+                       f"{core.name}: a second turn at once means a second drain ran")
+    if not core.draining:
+        core.drain_scheduled = True
+        core.enter_drain(0)
+    rec = core.take_next(0)
+    assert isinstance(rec, _Rec)
+    return rec
+
+
+def _leave(core: QueueCore) -> None:
+    if core.draining and core.current is None and not core.has_ready():
+        core.exit_drain(0)
+
+
+def _source_name(source: Source | None) -> str:
+    return {Source.BARRIER: "barrier-next line", Source.LIFECYCLE: "lifecycle lane",
+            Source.APPLICATION: "application lane", None: "no line"}[source]
+
+
+# ------------------------------------------------------------------ the replay
+class _Replay:
+    def __init__(self, entries: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
+        self.entries = entries
+        self.shared = _Shared()
+        self.worlds: list[_World] = [_World()]
+        self.max_worlds = 1
+        self.last_command: str | None = None
+
+    # ------------------------------------------------------------- commands
+    def command(self, msg: Mapping[str, Any]) -> None:
+        name = msg.get("cmd")
+        self.last_command = name if isinstance(name, str) else None
+        sh = self.shared
+        if name == "reset":
+            self.shared = _Shared()
+            self.worlds = [_World()]
+        elif name == "create":
+            self._create(msg)
+        elif name == "submit":
+            self._submission(msg)
+        elif name == "submit_concurrent":
+            for sub in msg.get("submissions", []):
+                if isinstance(sub, dict):
+                    self._submission(sub)
+        elif name in ("complete", "fail"):
+            sh.settled_calls.add(str(msg.get("call")))
+        elif name == "close":
+            target = str(msg.get("target"))
+            sh.closed.add(target)
+            for world in self.worlds:
+                for core in world.target_cores(target):
+                    core.close()
+        elif name == "as_not_safely":
+            sh.not_safely.add(str(msg.get("target")))
+        elif name == "dispose":
+            self._dispose(str(msg.get("target")), str(msg.get("mode")))
+        elif name == "runtime_end":
+            sh.ending = True
+
+    def _create(self, msg: Mapping[str, Any]) -> None:
+        name = str(msg.get("target"))
+        type_ = str(msg.get("type"))
+        kind = msg.get("kind", "user") if type_ == "spot" else None
+        mode = msg.get("mode") if type_ == "spot" else None
+        self.shared.targets[name] = TargetInfo(name, type_, kind, mode)
+        policies: dict[str, ZLinkExecutionLanePolicy] = {}
+        for key in ("policy", "actor_policy", "timer_policy"):
+            data = msg.get(key)
+            if isinstance(data, dict):
+                try:
+                    policies[key] = ZLinkExecutionLanePolicy.from_mapping(dict(data))
+                except (TypeError, ValueError):
+                    raise _UndecidedError(f"create {name}: the model cannot read {key}") from None
+        self.shared.policies[name] = policies
+
+    def _submission(self, sub: Mapping[str, Any]) -> None:
+        work = sub.get("work")
+        target = self.shared.targets.get(str(sub.get("target")))
+        entry = sub.get("entry")
+        if not isinstance(work, str) or target is None or not isinstance(entry, str) \
+                or work in self.shared.works:
+            return
+        try:
+            r = route(target, entry, sub.get("actor_id"), sub.get("timer_name"))
+        except ValueError:
+            return
+        payload = sub.get("payload_bytes", 0) if entry in PAYLOAD_ENTRIES else 0
+        self.shared.works[work] = _Work(
+            work, target, entry, r,
+            LIFECYCLE_LANE if entry in LIFECYCLE_ENTRIES else APPLICATION_LANE,
+            payload if isinstance(payload, int) else 0, entry == "enqueue_barrier_next")
+        for op in sub.get("script", []) or []:
+            if isinstance(op, dict) and op.get("op") == "submit":
+                self._submission(op)
+
+    def _dispose(self, target: str, mode: str) -> None:
+        sh = self.shared
+        sh.closed.add(target)
+        if mode == "destroy":
+            mode = "dispose" if target in sh.not_safely else "dispose_safely"
+        for world in self.worlds:
+            for core in world.target_cores(target):
+                if mode == "dispose" and core.mode != MODE_CANCELLED:
+                    ended, _live = core.dispose()
+                    world.to_cancel |= {(core.name, r.name) for r in ended}  # type: ignore[attr-defined]
+                elif mode == "dispose_safely" and core.mode == MODE_OPEN:
+                    core.dispose_safely()
+                elif mode == "dispose_after_timeout" and core.mode == MODE_OPEN:
+                    core.dispose_after_timeout()
+                else:
+                    core.close()
+            if mode == "dispose":
+                # a final work not placed yet ends cancelled (D-22)
+                for work, rec in list(world.finals.items()):
+                    if sh.works[work].target.name == target:
+                        rec.phase = DONE
+                        world.to_cancel.add(("final", work))
+                        del world.finals[work]
+
+    # -------------------------------------------------------- internal steps
+    def _steps(self, world: _World, *, forced_only: bool) -> list[tuple[str, str]]:
+        """Internal steps enabled in ``world``: (kind, what)."""
+        sh = self.shared
+        out: list[tuple[str, str]] = []
+        for name, core in world.cores.items():
+            target = sh.targets[world.owner_of[name]]
+            if "/actor:" in name and target.spot_wide_wiring and core.current is None \
+                    and core.has_ready():
+                out.append(("transfer", name))
+            for rec in core.suspended_records():
+                work = rec.name  # type: ignore[attr-defined]
+                call = self._call_of.get(work)
+                cancelling = core.mode == MODE_CANCELLED
+                settled = call is not None and call in sh.settled_calls
+                if settled or cancelling or (sh.ending and not forced_only):
+                    out.append(("requeue", work))
+            if not forced_only and core.mode == MODE_TIMEOUT:
+                out.append(("expire", name))
+        for work in world.finals:
+            info = sh.works[work]
+            session = world.cores.get(info.route.admit)
+            if session is None or session.live() == 0:
+                out.append(("final", work))
+        return out
+
+    def _apply_step(self, world: _World, kind: str, what: str) -> None:
+        sh = self.shared
+        world.steps += 1
+        if kind == "transfer":
+            actor = world.cores[what]
+            rec = _take(actor)
+            info = sh.works[rec.name]
+            spot = world.core(sh, info.route.run, info.target.name)
+            turn = _Rec(rec.name)
+            spot.transfer(turn)
+            world.turns[rec.name] = turn
+        elif kind == "requeue":
+            rec = self._turn_rec(world, what)
+            core = world.cores[sh.works[what].route.run]
+            core.requeue(rec)
+        elif kind == "expire":
+            core = world.cores[what]
+            ended, _live = core.expire_timeout()
+            world.to_cancel |= {(core.name, r.name) for r in ended}  # type: ignore[attr-defined]
+        elif kind == "final":
+            rec = world.finals.pop(what)
+            info = sh.works[what]
+            world.core(sh, info.route.admit, info.target.name).transfer(rec)
+            world.recs[what] = rec
+
+    def _closure(self, worlds: list[_World], *, forced: bool = False) -> list[_World]:
+        """Every world reachable by internal steps (with ``forced``: only those in which
+        no step that must happen before a settle answers is still pending)."""
+        seen: dict[tuple[Any, ...], _World] = {}
+        frontier: list[_World] = []
+        for w in worlds:
+            k = w.key()
+            if k not in seen:
+                seen[k] = w
+                frontier.append(w)
+        while frontier:
+            world = frontier.pop()
+            for kind, what in self._steps(world, forced_only=False):
+                nxt = world.clone()
+                try:
+                    self._apply_step(nxt, kind, what)
+                except (ZLinkProtocolError, ZLinkRejectedError, _ProblemError):
+                    continue
+                k = nxt.key()
+                if k not in seen:
+                    seen[k] = nxt
+                    frontier.append(nxt)
+                    if len(seen) > MAX_WORLDS:
+                        raise _UndecidedError(f"more than {MAX_WORLDS} possible states")
+        out = list(seen.values())
+        if forced:
+            out = [w for w in out if not self._steps(w, forced_only=True)]
+        self.max_worlds = max(self.max_worlds, len(out))
+        return out
+
+    # --------------------------------------------------------------- events
+    _call_of: dict[str, str]
+
+    def run(self) -> ModelVerdict:
+        self._call_of = {}
+        # The verdicts of one submit_concurrent raced: their events may be written in any
+        # order. They are judged at the reply (or the next other event), the accepted
+        # ones first: any order of admissions the runtime took has the same outcome.
+        racing: list[tuple[int, Mapping[str, Any]]] | None = None
+        try:
+            for pos, (direction, msg) in enumerate(self.entries):
+                if direction == "sent":
+                    self.command(msg)
+                    racing = [] if self.last_command == "submit_concurrent" else None
+                    continue
+                problem = None
+                if racing is not None and msg.get("event") in ("accepted", "rejected"):
+                    racing.append((pos, msg))
+                    continue
+                if racing:
+                    problem = self._raced(racing)
+                    racing = [] if "re" not in msg else None
+                if problem is None and "event" in msg:
+                    problem = self.event(pos, msg)
+                elif problem is None and "re" in msg and self.last_command == "settle" \
+                        and msg.get("ok"):
+                    problem = self.settled(pos, msg)
+                if problem is not None:
+                    return ModelVerdict(problem, None, self.max_worlds)
+        except _UndecidedError as exc:
+            return ModelVerdict(None, str(exc), self.max_worlds)
+        return ModelVerdict(None, None, self.max_worlds)
+
+    def _raced(self, verdicts: list[tuple[int, Mapping[str, Any]]]) -> Divergence | None:
+        """Judge the verdicts of one ``submit_concurrent``: the accepted ones in every order
+        the runtime may have admitted them (their events' order says nothing), then the
+        rejected ones."""
+        accepted = [v for v in verdicts if v[1].get("event") == "accepted"]
+        rejected = [v for v in verdicts if v[1].get("event") != "accepted"]
+        if len(accepted) > MAX_RACING:
+            raise _UndecidedError(f"more than {MAX_RACING} racing admissions")
+        start = self.worlds
+        found: dict[tuple[Any, ...], _World] = {}
+        first: Divergence | None = None
+        for order in itertools.permutations(accepted):
+            self.worlds = start
+            problem = None
+            for pos, msg in order:
+                problem = problem or self.event(pos, msg)
+            if problem is None:
+                for w in self.worlds:
+                    found.setdefault(w.key(), w)
+            elif first is None:
+                first = problem
+        if not found:
+            return first
+        self.worlds = list(found.values())
+        for pos, msg in rejected:
+            problem = self.event(pos, msg)
+            if problem is not None:
+                return problem
+        return None
+
+    def _divergence(self, pos: int, msg: Mapping[str, Any],
+                    problems: list[tuple[_World, _ProblemError]]) -> Divergence:
+        # Explain from the world that got furthest (most internal steps taken): its state
+        # is what the runtime should most plausibly have reached.
+        _world, problem = max(problems, key=lambda wp: wp[0].steps)
+        start = max(0, pos - LEADING)
+        leading = tuple((p, d, m) for p, (d, m) in enumerate(self.entries[start:pos], start))
+        return Divergence(pos, dict(msg), problem.rule, problem.invariant, problem.explanation,
+                          leading)
+
+    def event(self, pos: int, msg: Mapping[str, Any]) -> Divergence | None:
+        name = msg.get("event")
+        work = msg.get("work")
+        if not isinstance(work, str) or work not in self.shared.works:
+            return None  # fault, returned, or unknown works: the invariants report those
+        info = self.shared.works[work]
+        if name == "accepted":
+            self.shared.accepted_at[work] = pos
+        if name == "yielded":
+            self._call_of[work] = str(msg.get("call"))
+        candidates = self._closure(self.worlds)
+        survivors: list[_World] = []
+        problems: list[tuple[_World, _ProblemError]] = []
+        seen: set[tuple[Any, ...]] = set()
+        for world in candidates:
+            nxt = world.clone()
+            try:
+                self._apply(nxt, str(name), info, msg)
+            except _ProblemError as exc:
+                problems.append((world, exc))
+                continue
+            except ZLinkProtocolError as exc:
+                problems.append((world, _ProblemError(exc.rule, None, str(exc))))
+                continue
+            k = nxt.key()
+            if k not in seen:
+                seen.add(k)
+                survivors.append(nxt)
+        if name in TURN_EVENTS:
+            self.shared.last_turn_event[info.route.run] = pos
+        if not survivors:
+            return self._divergence(pos, msg, problems)
+        self.worlds = survivors
+        return None
+
+    def settled(self, pos: int, msg: Mapping[str, Any]) -> Divergence | None:
+        """The reply to ``settle``: nothing can progress, so every internal step that
+        must happen has happened, and every queue with a ready item has a turn holder."""
+        candidates = self._closure(self.worlds, forced=True)
+        survivors = []
+        problems: list[tuple[_World, _ProblemError]] = []
+        for world in candidates:
+            stuck = [c for c in world.cores.values() if c.has_ready() and c.current is None]
+            if not stuck:
+                survivors.append(world)
+                continue
+            core = stuck[0]
+            waiting = [r.name for s in Source for r in core.line(s)]  # type: ignore[attr-defined]
+            problems.append((world, _ProblemError(
+                "SE-6.5", "NoLostWakeup",
+                f"settle answered while {', '.join(waiting)} waited on {core.name} and "
+                f"nothing held its turn (ready work was left without a drain)")))
+        if not survivors:
+            return self._divergence(pos, msg, problems)
+        self.worlds = survivors
+        return None
+
+    # ------------------------------------------------------- event handlers
+    def _turn_rec(self, world: _World, work: str) -> _Rec:
+        info = self.shared.works[work]
+        if info.moved:
+            rec = world.turns.get(work)
+            if rec is None:
+                raise _ProblemError("SE-4.5", None, f"{work} has no execution turn on "
+                                               f"{info.route.run} yet")
+            return rec
+        rec = world.recs.get(work)
+        if rec is None:
+            raise _ProblemError("D-11", "EveryAcceptedWorkEndsOnce",
+                           f"{work} was never accepted in the model")
+        return rec
+
+    def _apply(self, world: _World, name: str, info: _Work, msg: Mapping[str, Any]) -> None:
+        sh = self.shared
+        work = info.name
+        if name == "accepted":
+            self._accepted(world, info)
+        elif name == "rejected":
+            self._rejected(world, info, str(msg.get("reason")))
+        elif name == "started":
+            self._started(world, info, resume=False)
+        elif name == "resumed":
+            self._started(world, info, resume=True)
+        elif name == "yielded":
+            rec = self._holder(world, info, "yielded")
+            call = str(msg.get("call"))
+            if call in sh.settled_calls:
+                raise _ProblemError("SE-6.7", None, f"{work} yielded on {call}, which was already "
+                                               f"settled: a call already done returns at once")
+            core = world.cores[info.route.run]
+            if not core.config.yield_allowed:
+                raise _ProblemError("SE-4.1", None, f"{core.name} offers no Yield (an Entry Spot)")
+            core.yield_turn(rec)
+            _leave(core)
+        elif name in ("finished", "failed"):
+            rec = self._holder(world, info, name)
+            core = world.cores[info.route.run]
+            core.finish(rec, COMPLETED if name == "finished" else FAILED)
+            _leave(core)
+            self._end_claim(world, info, COMPLETED if name == "finished" else FAILED)
+        elif name == "cancelled":
+            self._cancelled(world, info)
+        elif name in ("snapshot", "error", "waited"):
+            self._holder(world, info, name)
+        elif name in ("zombie", "zombie_warning"):
+            target = info.target.name
+            if not any(c.mode in (MODE_SAFELY, MODE_CANCELLED)
+                       for c in world.target_cores(target)) and not sh.ending:
+                raise _ProblemError("SD-1", None, f"{work} was made a zombie, but {target} was "
+                                             f"never disposed safely")
+
+    def _accepted(self, world: _World, info: _Work) -> None:
+        sh = self.shared
+        core = world.core(sh, info.route.admit, info.target.name)
+        if info.final:
+            if info.target.name in sh.closed:
+                raise _ProblemError("D-12", "NoWorkAcceptedAfterClose",
+                               f"{info.name} accepted after {info.target.name} was closed")
+            rec = _Rec(info.name)
+            world.finals[info.name] = rec
+            sh.closed.add(info.target.name)
+            core.close()
+            return
+        if info.target.name in sh.closed and not core.closed:
+            core.close()
+        rec = _Rec(info.name)
+        try:
+            core.admit(rec, info.lane, info.payload, info.barrier)
+        except ZLinkRejectedError as exc:
+            if exc.reason.value == "closed":
+                raise _ProblemError("SE-6.2", "NoWorkAcceptedAfterClose",
+                               f"{info.name} accepted by {core.name}, which is closed") from None
+            lane = "lifecycle" if info.lane == LIFECYCLE_LANE else "application"
+            count, nbytes = core.reserved_of(info.lane)
+            raise _ProblemError("SE-5.1", "CapacityRespected",
+                           f"{info.name} accepted by {core.name}, but its {lane} lane holds "
+                           f"{count} work(s) and {nbytes} bytes: admitting it breaks "
+                           f"{exc.reason.value}") from None
+        world.recs[info.name] = rec
+
+    def _rejected(self, world: _World, info: _Work, reason: str) -> None:
+        sh = self.shared
+        if info.target.name in sh.closed:
+            want = "closed"
+        else:
+            core = world.core(sh, info.route.admit, info.target.name)
+            config = core.config
+            life = info.lane == LIFECYCLE_LANE
+            nbytes = reservation_bytes(info.payload, config.policy.fixed_work_byte_cost)
+            count, used = core.reserved_of(info.lane)
+            verdict = admission_verdict(
+                core.closed, life, count, used, nbytes,
+                config.life_count_cap if life else config.app_count_cap,
+                config.life_byte_cap if life else config.app_byte_cap)
+            want = "accept" if verdict is None else verdict.value
+            if want == "accept":
+                lane = "lifecycle" if life else "application"
+                raise _ProblemError("SE-5.1", None,
+                               f"{info.name} rejected ({reason}) by {core.name}, but its "
+                               f"{lane} lane holds {count} work(s) and {used} bytes: "
+                               f"{nbytes} more bytes fit")
+        if want != reason:
+            raise _ProblemError("SE-5.1" if want != "closed" else "SE-6.2", None,
+                           f"{info.name} rejected for {reason}; the model's reason is {want}")
+
+    def _holder(self, world: _World, info: _Work, what: str) -> _Rec:
+        rec = self._turn_rec(world, info.name)
+        core = world.cores[info.route.run]
+        if core.current is not rec:
+            holder = core.current.name if core.current is not None else "nobody"  # type: ignore[attr-defined]
+            raise _ProblemError("SE-1.1", "OneTurnPerOwner",
+                           f"{info.name} reported {what} off its turn: {holder} holds the "
+                           f"turn of {core.name}")
+        return rec
+
+    def _end_claim(self, world: _World, info: _Work, outcome: int) -> None:
+        if not info.moved:
+            return
+        actor = world.cores[info.route.admit]
+        rec = world.recs[info.name]
+        if actor.current is not rec:
+            raise _ProblemError("SE-4.6", "YieldedActorKeepsClaim",
+                           f"{info.name} ended without holding its Actor's claim on {actor.name}")
+        actor.finish(rec, outcome)
+        _leave(actor)
+
+    def _started(self, world: _World, info: _Work, *, resume: bool) -> None:
+        sh = self.shared
+        work = info.name
+        if info.final and work in world.finals:
+            core = world.core(sh, info.route.admit, info.target.name)
+            raise _ProblemError("D-12", None, f"{work} (the session's final work) started while "
+                                         f"{core.live()} work(s) accepted before it had not ended")
+        if info.moved and work not in world.turns:
+            raise self._not_moved(world, info)
+        rec = self._turn_rec(world, work)
+        core = world.core(sh, info.route.run, info.target.name)
+        if resume and rec.phase == SUSPENDED:
+            call = self._call_of.get(work, "its call")
+            raise _ProblemError("SE-6.7", "NoResumeWithoutRequeue",
+                           f"{work} resumed on {core.name} while {call} is still pending: "
+                           f"no resume permit was queued")
+        if not resume and rec.resumes:
+            raise _ProblemError("D-11", None, f"{work} started again after it yielded")
+        if rec.phase == DONE:
+            raise _ProblemError("SD-1" if (core.name, work) in world.to_cancel else "D-11",
+                           "EveryAcceptedWorkEndsOnce",
+                           f"{work} {'resumed' if resume else 'started'} on {core.name} after "
+                           f"the model ended it" + (" (cancelled by the disposal)"
+                                                    if (core.name, work) in world.to_cancel
+                                                    else ""))
+        if rec.phase not in (QUEUED, REQUEUED):
+            raise _ProblemError("D-11", None, f"{work} is not waiting for a turn on {core.name}")
+        if core.current is not None:
+            holder = core.current.name  # type: ignore[attr-defined]
+            if resume and core.mode == MODE_CANCELLED:
+                raise _ProblemError("D-8", "CancellationOnOwnTurn",
+                               f"{work} resumed (to be cancelled) while {holder} holds the turn "
+                               f"of {core.name}: a cancellation reaches a yielded work only on "
+                               f"its own turn")
+            if resume:
+                raise _ProblemError("SE-6.7", "NoResumeWithoutRequeue",
+                               f"{work} resumed while {holder} holds the turn of {core.name}: a "
+                               f"yielded work continues only when the drain gives its resume "
+                               f"permit the turn")
+            raise _ProblemError("SE-6.5", "NoDoubleDrain",
+                           f"{work} started while {holder} holds the turn of {core.name}: a "
+                           f"second turn at once means a second drain ran")
+        before = self._explain_take(core, rec)
+        probe = world.clone()
+        chosen = _take(probe.cores[core.name])
+        if chosen.name == work:
+            taken = _take(core)
+            assert taken is rec
+            return
+        if self._take_passing_late(world, core, rec, info):
+            return
+        raise before(chosen)
+
+    def _take_passing_late(self, world: _World, core: QueueCore, rec: _Rec, info: _Work) -> bool:
+        """A multi-threaded runtime may write ``accepted`` of a work after another work
+        of the same owner took the turn. Works whose ``accepted`` came after the owner's
+        previous turn event may therefore have been admitted after this take: try the
+        take without them, and put them back in their order after it."""
+        sh = self.shared
+        since = sh.last_turn_event.get(core.name, -1)
+        late = [r for s in Source for r in core.line(s)
+                if r.phase == QUEUED and r is not rec
+                and sh.accepted_at.get(r.name, -1) > since]  # type: ignore[attr-defined]
+        if not late:
+            return False
+        late.sort(key=lambda r: r.seq)
+        probe = world.clone()
+        pcore = probe.cores[core.name]
+        prec = {r.name: r for s in Source for r in pcore.line(s)}  # type: ignore[attr-defined]
+        for r in late:
+            pcore.cancel(prec[r.name])  # type: ignore[attr-defined]
+        if _take(pcore).name != rec.name:
+            return False
+        # The same in the world itself: take the work as the probe did, then re-place the
+        # late ones in their order (their admission is now after the take).
+        for r in late:
+            core.cancel(r)
+            r.phase = QUEUED
+        taken = _take(core)
+        assert taken is rec
+        for r in late:
+            core._place(r, r.lane, r.nbytes, r.barrier, False)
+        return True
+
+    def _explain_take(self, core: QueueCore, rec: _Rec) -> Any:
+        """A function that explains why the model's choice ``chosen`` is not ``rec``."""
+        streak = core.streak
+        limit = core.config.burst_limit
+        app_waiting = len(core.line(Source.APPLICATION))
+        mine = _line_of(core, rec)
+
+        def explain(chosen: _Rec) -> _ProblemError:
+            theirs = _line_of(core, chosen)
+            what = f"{'resumed' if rec.resumes else 'started'} {rec.name} on {core.name}"
+            tail = (f"the model gives the turn to {chosen.name} "
+                    f"({_source_name(theirs)}{', a resume permit' if chosen.resumes else ''})")
+            if theirs is Source.BARRIER:
+                return _ProblemError("D-4", None,
+                                     f"{what}, but barrier-next work goes first: {tail}")
+            if theirs is Source.LIFECYCLE and mine is Source.APPLICATION:
+                return _ProblemError("SE-6.6", None,
+                                f"{what}, but lifecycle work overtakes waiting application "
+                                f"work (streak {streak} of {limit}): {tail}")
+            if theirs is Source.APPLICATION and mine is Source.LIFECYCLE:
+                return _ProblemError("SE-6.1", "LifecycleBurstBounded",
+                                f"{what} after {streak} lifecycle turn(s) in a row while "
+                                f"{app_waiting} application item(s) waited (burst limit "
+                                f"{limit}): {tail}")
+            rule = "D-1" if rec.resumes or chosen.resumes else "SE-6.6"
+            return _ProblemError(rule, "FifoWithinLane",
+                            f"{what} out of order in its {_source_name(mine)}: {tail}, "
+                            f"which is ahead of it")
+        return explain
+
+    def _not_moved(self, world: _World, info: _Work) -> _ProblemError:
+        """Why a SpotWide Actor work cannot have its execution turn yet."""
+        actor = world.cores.get(info.route.admit)
+        rec = world.recs.get(info.name)
+        if actor is None or rec is None:
+            return _ProblemError("D-11", "EveryAcceptedWorkEndsOnce",
+                            f"{info.name} was never accepted in the model")
+        if actor.current is not None and actor.current is not rec:
+            holder = actor.current.name  # type: ignore[attr-defined]
+            turn = world.turns.get(holder)
+            if turn is not None and turn.phase == QUEUED:
+                return _ProblemError(
+                    "SE-6.6", "FifoWithinLane",
+                    f"{info.name} started before {holder}, which is ahead of it on "
+                    f"{actor.name} (its execution turn already waits on {info.route.run})")
+            state = "yielded" if turn is not None and turn.phase in (SUSPENDED, REQUEUED) \
+                else "in progress"
+            return _ProblemError("SE-4.6", "YieldedActorKeepsClaim",
+                            f"{info.name} started on {info.route.run} while {holder} of the same "
+                            f"Actor is {state}: {actor.name}'s claim is held")
+        head = next((r for s in Source for r in actor.line(s)), None)
+        if head is not None and head is not rec:
+            return _ProblemError("SE-6.6", "FifoWithinLane",
+                            f"{info.name} started before {head.name}, "  # type: ignore[attr-defined]
+                            f"which is ahead of it on {actor.name}")
+        return _ProblemError("SE-4.5", None, f"{info.name} has no execution turn on "
+                                        f"{info.route.run}")
+
+    def _cancelled(self, world: _World, info: _Work) -> None:
+        sh = self.shared
+        work = info.name
+        if info.final and ("final", work) in world.to_cancel:
+            world.to_cancel.discard(("final", work))
+            return
+        if info.final and work in world.finals:
+            if sh.ending:
+                world.finals.pop(work)
+                return
+            raise _ProblemError("D-22", None, f"{work} (a final work) cancelled, but its session "
+                                         f"was not disposed")
+        if info.moved and work not in world.turns:
+            core = world.cores[info.route.admit]
+            rec = world.recs[work]
+        else:
+            rec = self._turn_rec(world, work)
+            core = world.cores[info.route.run]
+        if (core.name, work) in world.to_cancel:
+            world.to_cancel.discard((core.name, work))
+            self._end_claim_cancelled(world, info)
+            return
+        allowed = core.mode == MODE_CANCELLED or sh.ending
+        if rec.phase in (SUSPENDED, REQUEUED):
+            raise _ProblemError("D-8", "CancellationOnOwnTurn",
+                           f"{work} cancelled while it was yielded: the cancellation must "
+                           f"reach it on its own turn (resumed first)")
+        if not allowed:
+            raise _ProblemError("SD-1", "EveryAcceptedWorkEndsOnce",
+                           f"{work} cancelled, but nothing cancelled {core.name} (no dispose, "
+                           f"no expired timeout, no runtime end)")
+        if rec.phase == RUNNING:
+            if core.current is not rec:
+                raise _ProblemError("SE-1.1", "OneTurnPerOwner", f"{work} cancelled off its turn")
+            core.finish(rec, CANCELLED)
+            _leave(core)
+            self._end_claim(world, info, CANCELLED)
+        elif rec.phase == QUEUED:
+            core.cancel(rec)
+            self._end_claim_cancelled(world, info)
+        else:
+            raise _ProblemError("D-11", "EveryAcceptedWorkEndsOnce", f"{work} ended twice")
+
+    def _end_claim_cancelled(self, world: _World, info: _Work) -> None:
+        """A SpotWide turn that never started was cancelled: its Actor's record ends too
+        (one outcome, D-21)."""
+        if info.moved and info.name in world.turns:
+            actor = world.cores[info.route.admit]
+            rec = world.recs[info.name]
+            if actor.current is rec:
+                actor.finish(rec, CANCELLED)
+                _leave(actor)
+            elif rec.phase != DONE:
+                actor.cancel(rec)
+
+
+def replay_entries(entries: Sequence[tuple[str, Mapping[str, Any]]]) -> ModelVerdict:
+    """Replay one case's log entries (``("sent", command)`` and ``("received", event or
+    reply)``, in order) through the model."""
+    return _Replay(entries).run()
+
+
+def check_model(log: CaseLog) -> ModelVerdict:
+    """The model's verdict on one case's log."""
+    return replay_entries(log.entries)
+

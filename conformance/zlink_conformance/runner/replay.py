@@ -1,0 +1,209 @@
+"""Reproducing one case: send a recorded command sequence to an adapter again and judge
+what comes back.
+
+Every case that did not pass carries, in the JSON report (``--json``), the exact commands
+the runner sent to the adapter (``commands``, starting with ``reset``; the adapter
+process adds the ``id`` of each). ``zlink conformance replay FILE`` reads either that
+report (``--case ID`` picks a case; without it, the report's only case with commands) or
+a file holding one such case object on its own (``{"id": ..., "commands": [...]}``, as
+cut out of a report), starts the adapter, completes the handshake, sends the commands
+one by one and judges the log: the invariants and the model oracle always, and the
+case's own checks too when the ID names a shipped case and the commands are that case's
+(every check whose commands were all sent is judged at the point the runner judges it).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..catalog import Case, Catalogue, Command, _Builder
+from ..oracle.checks import Check, CheckContext, match_reply
+from ..oracle.invariants import WorkInfo, check_invariants
+from ..oracle.log import CaseLog
+from ..oracle.model import Divergence, check_model
+from .process import AdapterError, AdapterProcess, WireTap
+
+__all__ = ["ReplayError", "ReplayResult", "load_replay", "replay"]
+
+
+class ReplayError(Exception):
+    """The replay file cannot be used; the message says why."""
+
+
+@dataclasses.dataclass(slots=True)
+class ReplayResult:
+    """The verdict on one replayed command sequence."""
+
+    case_id: str
+    status: str  # passed, failed, error
+    messages: list[str]
+    log: CaseLog
+    divergence: Divergence | None = None
+    judged_by_case: bool = False
+
+
+def load_replay(path: str | Path, case_id: str | None = None
+                ) -> tuple[str, list[dict[str, Any]]]:
+    """The case ID and the command sequence stored in ``path``."""
+    source = Path(path)
+    try:
+        data = json.loads(source.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ReplayError(f"{source}: cannot read: {exc.strerror or exc}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ReplayError(f"{source}: not JSON: {exc}") from None
+    if isinstance(data, dict) and isinstance(data.get("cases"), list):
+        with_commands = [c for c in data["cases"]
+                         if isinstance(c, dict) and isinstance(c.get("commands"), list)]
+        if case_id is None:
+            if len(with_commands) != 1:
+                ids = ", ".join(str(c.get("id")) for c in with_commands) or "none"
+                raise ReplayError(f"{source}: choose a case with --case ID (cases with "
+                                  f"commands: {ids})")
+            entry = with_commands[0]
+        else:
+            found = [c for c in data["cases"] if isinstance(c, dict) and c.get("id") == case_id]
+            if not found:
+                raise ReplayError(f"{source}: no case {case_id} in this report")
+            entry = found[0]
+            if not isinstance(entry.get("commands"), list):
+                raise ReplayError(f"{source}: case {case_id} carries no commands (only cases "
+                                  f"that did not pass do)")
+    elif isinstance(data, dict) and isinstance(data.get("commands"), list):
+        entry = data
+        if case_id is not None and data.get("id") != case_id:
+            raise ReplayError(f"{source}: holds case {data.get('id')}, not {case_id}")
+    else:
+        raise ReplayError(f"{source}: expected a JSON report (--json) or one case object "
+                          f"with 'id' and 'commands'")
+    commands = entry["commands"]
+    if not commands or not all(isinstance(c, dict) and isinstance(c.get("cmd"), str)
+                               for c in commands):
+        raise ReplayError(f"{source}: 'commands' must be a non-empty list of command objects")
+    if any("id" in c for c in commands):
+        raise ReplayError(f"{source}: commands carry no 'id'; the runner numbers them")
+    return str(entry.get("id", "replay")), [dict(c) for c in commands]
+
+
+def replay(argv: Sequence[str], case_id: str, commands: Sequence[Mapping[str, Any]], *,
+           catalogue: Catalogue | None = None, timeout: float = 10.0,
+           handshake_timeout: float = 30.0, env: Mapping[str, str] | None = None,
+           wire_tap: WireTap | None = None) -> ReplayResult:
+    """Send ``commands`` to a fresh adapter and judge the log."""
+    sequence = [dict(c) for c in commands]
+    if sequence[0].get("cmd") != "reset":
+        sequence.insert(0, {"cmd": "reset"})
+    case = None
+    if catalogue is not None:
+        try:
+            case = catalogue.case(case_id)
+        except KeyError:
+            case = None
+    log = CaseLog()
+    adapter = AdapterProcess(argv, env=env, wire_tap=wire_tap)
+    wire_ids: list[int] = []
+    reply_at: list[int] = []  # log position of each command's reply
+    try:
+        adapter.start()
+        handshake = adapter.hello(time.monotonic() + handshake_timeout)
+        deadline = time.monotonic() + timeout
+        for command in sequence:
+            log.sent(command)
+            ident, reply = adapter.request(command, deadline, log.record_event)
+            reply_at.append(log.reply(reply))
+            wire_ids.append(ident)
+            if not reply.ok:
+                return ReplayResult(case_id, "error",
+                                    [f"{command['cmd']}: the adapter refused it: "
+                                     f"{reply.error_kind}: {reply.error_message}"], log)
+    except AdapterError as exc:
+        return ReplayResult(case_id, "error", [exc.message, *exc.stderr_tail], log)
+    finally:
+        adapter.stop()
+    messages: list[str] = []
+    judged = False
+    if case is not None:
+        judged, found = _case_checks(case, sequence, log, reply_at,
+                                     CheckContext(handshake.reply))
+        messages += found
+    works = _works(sequence, wire_ids)
+    messages += check_invariants(log, works)
+    verdict = check_model(log)
+    if verdict.divergence is not None:
+        messages.append(verdict.divergence.message())
+    if not judged and case is not None:
+        messages.insert(0, f"note: the commands are not those of case {case_id}; judged by "
+                           f"the invariants and the model only")
+    failed = any(not m.startswith("note:") for m in messages)
+    return ReplayResult(case_id, "failed" if failed else "passed", messages, log,
+                        verdict.divergence, judged)
+
+
+def _prefix(log: CaseLog, end: int) -> CaseLog:
+    """The log as it was up to and including position ``end``."""
+    out = CaseLog()
+    events = dict(log.events)
+    for position, (direction, message) in enumerate(log.entries[:end + 1]):
+        if direction == "sent":
+            out.sent(message)
+        elif position in events:
+            out.event(events[position])
+        else:
+            ident = message.get("re")
+            out.reply(log.replies[ident][1])  # type: ignore[index]
+    return out
+
+
+def _case_checks(case: Case, sequence: Sequence[Mapping[str, Any]], log: CaseLog,
+                 reply_at: Sequence[int], ctx: CheckContext) -> tuple[bool, list[str]]:
+    """Judge the case's own checks where the replayed commands are the case's. Returns
+    (whether the sequence is the case's, failure messages)."""
+    expected = [dict(s.message) for s in case.steps if isinstance(s, Command)]
+    expected = [{"cmd": "reset"}, *expected, {"cmd": "settle"}]
+    sent = [dict(c) for c in sequence]
+    if sent != expected[:len(sent)]:
+        return False, []
+    out: list[str] = []
+    number = 0  # commands of the case sent so far (after reset)
+    for i, step in enumerate(case.steps):
+        if isinstance(step, Check):
+            if number >= len(sent):
+                break
+            out += [f"steps[{i}] {step.kind}: {p}"
+                    for p in step.evaluate(_prefix(log, reply_at[number]), ctx)]
+            if out:
+                return True, out
+            continue
+        number += 1
+        if number >= len(sent):
+            return True, out
+        if isinstance(step, Command) and step.expect is not None:
+            reply = log.entries[reply_at[number]][1]
+            fields = {k: v for k, v in reply.items() if k not in ("re", "ok")}
+            out += [f"steps[{i}] {p}" for p in match_reply(step.expect, fields,
+                                                           f"{step.name} reply")]
+    if len(sent) == len(expected):
+        for i, check in enumerate(case.expect):
+            out += [f"expect[{i}] {check.kind}: {p}" for p in check.evaluate(log, ctx)]
+    return True, out
+
+
+def _works(sequence: Sequence[Mapping[str, Any]], wire_ids: Sequence[int]
+           ) -> dict[str, WorkInfo]:
+    """Every work the commands submit, with the wire id of its submit command."""
+    builder = _Builder("replay")
+    for command in sequence:
+        if command.get("cmd") == "reset":
+            continue
+        builder.step(dict(command), "replay")
+    out = {}
+    for work, info in builder.works.items():
+        wire = wire_ids[info.command_id] if info.command_id is not None \
+            and info.command_id < len(wire_ids) else None
+        out[work] = dataclasses.replace(info, command_id=wire)
+    return out

@@ -1,0 +1,94 @@
+"""Known failures (`--expect-fail FILE`): listed cases that fail are expected failures and
+do not fail the run; a listed case that passes is an unexpected pass and does; the file
+names only cases of this kit."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from zlink_conformance.catalog import Catalogue
+from zlink_conformance.known import KnownFailuresError, load_known_failures
+from zlink_reference.cli.main import main
+
+from conftest import FAKES, child_env
+
+SLICE = "required_SE_10_10_owner_past_its_time_budget_has_its_slice_cut"
+BURST = "required_SE_10_09_lifecycle_overtakes_then_one_application_item_after_the_limit"
+
+
+@pytest.fixture(autouse=True)
+def _children_import_this_checkout(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PYTHONPATH", child_env()["PYTHONPATH"])
+
+
+def write(tmp_path: Path, body: str) -> Path:
+    path = tmp_path / "known.toml"
+    path.write_text(body, encoding="utf-8")
+    return path
+
+
+def test_a_known_failures_file_reads_case_ids_and_reasons(tmp_path: Path,
+                                                          catalogue: Catalogue) -> None:
+    path = write(tmp_path, f'[expected-failures]\n{SLICE} = "  no slices yet  "\n')
+    known = load_known_failures(path, catalogue)
+    assert known.reasons == {SLICE: "no slices yet"}
+
+
+@pytest.mark.parametrize(("body", "needle"), [
+    ('[expected-failures]\nrequired_SE_10_10_no_such_case = "x"\n',
+     "required_SE_10_10_no_such_case is not a case ID of this kit (did you mean "),
+    (f'[expected-failures]\n{SLICE} = ""\n', "the reason must be a non-empty string"),
+    (f'[expected-failures]\n{SLICE} = 3\n', "the reason must be a non-empty string"),
+    ('[known]\nx = "y"\n', "unknown key(s) known"),
+    ("[expected-failures\n", "not TOML"),
+    ('expected-failures = "x"\n', "must be a table"),
+])
+def test_a_bad_known_failures_file_is_an_error_naming_the_entry(
+        tmp_path: Path, catalogue: Catalogue, body: str, needle: str) -> None:
+    with pytest.raises(KnownFailuresError) as info:
+        load_known_failures(write(tmp_path, body), catalogue)
+    assert needle in str(info.value) and str(tmp_path) in str(info.value)
+
+
+def test_a_retired_case_id_says_it_is_retired(tmp_path: Path, catalogue: Catalogue) -> None:
+    retired = Catalogue(catalogue.cases, catalogue.rules,
+                        {"required_SE_1_1_old": "replaced by required_SE_1_1_new"})
+    with pytest.raises(KnownFailuresError, match=r"retired \(replaced by required_SE_1_1_new"):
+        load_known_failures(write(tmp_path, '[expected-failures]\nrequired_SE_1_1_old = "x"\n'),
+                            retired)
+
+
+def test_expected_failures_pass_the_run_and_an_unexpected_pass_fails_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("ZLINK_ADAPTER_PRELOAD", str(FAKES / "preload_mutant.py"))
+    monkeypatch.setenv("ZLINK_MUTANT_NAME", "time_budget_ignored")
+    known = write(tmp_path, f'[expected-failures]\n{SLICE} = "no slices yet"\n')
+    report = tmp_path / "r.json"
+    code = main(["conformance", "run", "--only", SLICE, "--expect-fail", str(known),
+                 "--json", str(report)])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "xfail (known failure)" in out and "no slices yet" in out
+    case = json.loads(report.read_text())["cases"][0]
+    assert (case["status"], case["outcome"], case["expected_failure"]) == (
+        "failed", "xfail", "no slices yet")
+    stale = write(tmp_path, f'[expected-failures]\n{SLICE} = "no slices yet"\n'
+                            f'{BURST} = "an old entry"\n')
+    code = main(["conformance", "run", "--only", SLICE, "--only", BURST, "--expect-fail",
+                 str(stale), "--junit", str(tmp_path / "r.xml")])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "XPASS" in out and f"remove them from the --expect-fail file:\n  {BURST}" in out
+    assert "unexpected pass" in (tmp_path / "r.xml").read_text()
+
+
+def test_an_unknown_case_id_in_the_file_stops_the_run(tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]
+                                                      ) -> None:
+    known = write(tmp_path, '[expected-failures]\nrequired_SE_99_1_gone = "x"\n')
+    assert main(["conformance", "run", "--expect-fail", str(known)]) == 2
+    assert "required_SE_99_1_gone is not a case ID" in capsys.readouterr().err

@@ -1,0 +1,47 @@
+"""Self-test: every mutant of tests/mutants.py, switched on in the reference adapter, fails
+at least one case on the rule it breaks, and the kill matrix in docs/conformance.md is
+what a fresh run prints (refresh it with `zlink conformance self-test --write-docs
+docs/conformance.md`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from zlink_conformance.adapters import reference_adapter_command
+from zlink_conformance.catalog import Catalogue
+from zlink_conformance.selftest import (
+    UNOBSERVABLE,
+    documented_matrix,
+    kill_matrix,
+    load_mutants,
+    matrix_markdown,
+    rule_matches,
+)
+
+from conftest import FAKES, child_env
+
+pytestmark = pytest.mark.slow  # one adapter process per mutant, about 20 s in all
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_rules_match_themselves_their_family_and_their_related_rules() -> None:
+    assert rule_matches("SE-6.3", "SE-6.3") and rule_matches("SE-6", "SE-6.3")
+    assert rule_matches("SE-6.3", "SE-6") and rule_matches("SE-4.6", "SE-10.11")
+    assert rule_matches("SE-10.11", "SE-4.6")
+    assert not rule_matches("SE-6.3", "SE-6.4") and not rule_matches("SE-1", "SE-10.1")
+
+
+def test_every_mutant_is_killed_on_its_rule_and_the_documented_matrix_is_current(
+        catalogue: Catalogue) -> None:
+    mutants = load_mutants(ROOT / "tests" / "mutants.py")
+    rows = kill_matrix(mutants, catalogue.cases, reference_adapter_command(),
+                       FAKES / "preload_mutant.py", child_env())
+    assert [(r.name, r.verdict) for r in rows if r.verdict != "killed"] == [
+        (name, "unobservable") for name in UNOBSERVABLE]
+    documented = documented_matrix((ROOT / "docs" / "conformance.md").read_text())
+    assert documented == matrix_markdown(rows), (
+        "the kill matrix changed: run `zlink conformance self-test --write-docs "
+        "docs/conformance.md`")
