@@ -195,6 +195,12 @@ def build_index(root: Path) -> Index:
     entries = read_entries(root / "specs" / "rules.toml")
     tests = test_functions(root / "tests")
     cases = conformance_cases()
+    # A case names its rules in its own file; the index need not repeat them.
+    for case_id, case_rules in sorted(cases.items()):
+        for rule_id in case_rules:
+            entry = entries.get(rule_id)
+            if entry is not None and case_id not in entry.checks["cases"]:
+                entry.checks["cases"].append(case_id)
     existing = {
         "tla": tla_operators(root / "models"),
         "python": python_invariants(),
