@@ -40,6 +40,7 @@ For other code (the model replay, the conformance kit, ``zlink trace check``):
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Final
 
@@ -236,7 +237,7 @@ def check_core(core: QueueCore, *, transferred: Collection[int] = ()) -> list[Vi
         bad("NoDoubleDrain", "drain-scheduled and draining at once")
     for source in _SOURCES:
         line = core.line(source)
-        for a, b in zip(line, line[1:], strict=False):
+        for a, b in itertools.pairwise(line):
             if a.seq >= b.seq:
                 bad("FifoWithinLane", f"{_SOURCE_NAMES[source]} line holds work {a.wid} "
                                       f"(pos {a.seq}) before work {b.wid} (pos {b.seq})")
@@ -1008,12 +1009,12 @@ def _spot_violations(view: SpotWideView) -> list[Violation]:
                                     f"{PHASE_NAMES[cur.phase]}")
     # YieldedActorKeepsClaim
     for actor, recs in per_actor.items():
-        core = view.actors.get(actor)
+        actor_core = view.actors.get(actor)
         if len(recs) > 1:
             bad("YieldedActorKeepsClaim",
                 f"actor {actor} has {len(recs)} execution turns on the Spot queue "
                 f"({', '.join(str(r.wid) for r in recs)}): its claim was let go")
-        if core is None or core.current is None:
+        if actor_core is None or actor_core.current is None:
             states = ", ".join(f"{r.wid} {PHASE_NAMES[r.phase]}" for r in recs)
             bad("YieldedActorKeepsClaim",
                 f"actor {actor}'s execution turn ({states}) is live but the Actor queue's "
@@ -1114,7 +1115,7 @@ def spot_wide_view(spot: ZLinkSpotSerialExecutor,
     by_queue = {id(q): q.name[len(prefix):] for q in spot._made if q.name.startswith(prefix)}
     turn_of: dict[int, str] = {}
     for rec in spot_queue._core.live_records():
-        gates = getattr(rec, "gates", ())
+        gates: tuple[object, ...] = getattr(rec, "gates", ())
         if len(gates) > 1 and id(gates[1]) in by_queue:
             turn_of[rec.wid] = by_queue[id(gates[1])]
     return SpotWideView(spot_queue._core, actors, turn_of, reservation)

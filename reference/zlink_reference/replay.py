@@ -76,7 +76,7 @@ class ReplayResult:
         return self.disagreement is None
 
 
-class _Mismatch(Exception):
+class _MismatchError(Exception):
     def __init__(self, reason: str, model: dict[str, Any] | None = None) -> None:
         super().__init__(reason)
         self.reason = reason
@@ -88,7 +88,7 @@ def _lane(name: object) -> int:
         return APPLICATION_LANE
     if name == "lifecycle":
         return LIFECYCLE_LANE
-    raise _Mismatch(f"unknown lane {name!r}")
+    raise _MismatchError(f"unknown lane {name!r}")
 
 
 class QueueReplayer:
@@ -116,7 +116,7 @@ class QueueReplayer:
             return self.disagreement
         try:
             self._feed(ev)
-        except _Mismatch as exc:
+        except _MismatchError as exc:
             self.disagreement = Disagreement(
                 self.replayed if index is None else index, ev, exc.reason, exc.model)
             return self.disagreement
@@ -128,21 +128,21 @@ class QueueReplayer:
         if self.pending:
             want = self.pending.pop(0)
             if want != got:
-                raise _Mismatch("the model's step emits another event here",
+                raise _MismatchError("the model's step emits another event here",
                                 {"event": want[0], **want[1]})
             return
         self._emitted.clear()
         try:
             self._drive(ev)
         except ZLinkProtocolError as exc:
-            raise _Mismatch(f"the model refuses it: {exc}") from None
+            raise _MismatchError(f"the model refuses it: {exc}") from None
         except (KeyError, TypeError, ValueError) as exc:
-            raise _Mismatch(f"missing or bad field: {exc}") from None
+            raise _MismatchError(f"missing or bad field: {exc}") from None
         if not self._emitted:
-            raise _Mismatch("the model's step emits no event (nothing changes)")
+            raise _MismatchError("the model's step emits no event (nothing changes)")
         first, *rest = self._emitted
         if first != got:
-            raise _Mismatch("the model's step emits another event",
+            raise _MismatchError("the model's step emits another event",
                             {"event": first[0], **first[1]})
         self.pending = list(rest)
 
@@ -150,7 +150,7 @@ class QueueReplayer:
         wid = int(ev["work"])
         rec = self.records.get(wid)
         if rec is None:
-            raise _Mismatch(f"the model holds no work {wid}")
+            raise _MismatchError(f"the model holds no work {wid}")
         return rec
 
     def _drive(self, ev: TraceEvent) -> None:
@@ -160,20 +160,20 @@ class QueueReplayer:
             lane = _lane(ev["lane"])
             payload = int(ev["bytes"]) - core.config.fixed_reservation
             if payload < 0:
-                raise _Mismatch(f"{ev['bytes']} bytes is less than the fixed cost "
+                raise _MismatchError(f"{ev['bytes']} bytes is less than the fixed cost "
                                 f"{core.config.fixed_reservation}")
             rec = WorkRecord()
             try:
                 core.admit(rec, lane, payload, bool(ev["barrier"]))
             except ZLinkRejectedError as exc:
                 if name == "admit":
-                    raise _Mismatch(f"the model rejects this submission ({exc.reason.value})",
+                    raise _MismatchError(f"the model rejects this submission ({exc.reason.value})",
                                     {"event": self._emitted[0][0], **self._emitted[0][1]}
                                     ) from None
                 return
             self.records[rec.wid] = rec
             if name == "reject":
-                raise _Mismatch("the model admits this submission",
+                raise _MismatchError("the model admits this submission",
                                 {"event": self._emitted[0][0], **self._emitted[0][1]})
         elif name == "transfer":
             rec = WorkRecord()
@@ -186,7 +186,7 @@ class QueueReplayer:
         elif name == "finish":
             outcome = str(ev["outcome"])
             if outcome not in OUTCOME_NAMES:
-                raise _Mismatch(f"unknown outcome {outcome!r}")
+                raise _MismatchError(f"unknown outcome {outcome!r}")
             core.finish(self._rec(ev), OUTCOME_NAMES.index(outcome))
         elif name == "yield_turn":
             core.yield_turn(self._rec(ev))
@@ -200,7 +200,7 @@ class QueueReplayer:
             core.exit_drain(ev["now"])
         elif name == "close":
             if core.closed:
-                raise _Mismatch("close of a queue already closed (close emits once)")
+                raise _MismatchError("close of a queue already closed (close emits once)")
             core.close()
         elif name == "dispose":
             core.dispose()
@@ -211,7 +211,7 @@ class QueueReplayer:
         elif name == "expire_timeout":
             core.expire_timeout()
         else:
-            raise _Mismatch(f"no transition is named {name!r}")
+            raise _MismatchError(f"no transition is named {name!r}")
 
     def finished(self) -> Disagreement | None:
         """Call at the end of the trace: events the model emitted that the trace never

@@ -34,8 +34,8 @@ MUTANT = os.environ.get("ZLINK_MUTANT")
 
 # machine -> (examples, steps per example), per profile
 BUDGETS: dict[str, dict[str, tuple[int, int]]] = {
-    "ci": {"core": (300, 100), "runtime": (250, 40), "coordinator": (250, 40),
-           "disposal": (300, 30)},
+    "ci": {"core": (200, 80), "runtime": (150, 40), "coordinator": (150, 40),
+           "disposal": (200, 30)},
     "deep": {"core": (5000, 100), "runtime": (2000, 60), "coordinator": (1500, 60),
              "disposal": (1500, 50)},
 }
@@ -55,7 +55,7 @@ def machine_settings(machine: str) -> settings:
         stateful_step_count=steps,
         deadline=None,
         derandomize=PROFILE == "ci",
-        database=None if PROFILE == "ci" or MUTANT else settings.default.database,
+        database=None if PROFILE == "ci" or MUTANT else settings.get_profile("default").database,
         phases=phases,
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much,
                                HealthCheck.data_too_large],

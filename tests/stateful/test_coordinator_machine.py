@@ -66,7 +66,7 @@ TIMERS = ("t1", "t2")
 KINDS = ("sync", "raise", "long", "gated", "yield", "snapshot", "selfwait")
 
 
-class WorkFailed(Exception):
+class WorkFailedError(Exception):
     """What a "raise" work raises."""
 
 
@@ -147,7 +147,7 @@ class SpotApplication:
                 self._enter(job, "start")
                 try:
                     if kind == "raise":
-                        raise WorkFailed(job.index)
+                        raise WorkFailedError(job.index)
                     if kind == "long":
                         m.clock.advance(ms)
                     return job.index
@@ -165,8 +165,13 @@ class SpotApplication:
                 elif kind == "yield":
                     await self._wait(job)
                 elif kind == "snapshot":
+                    # Read the Actor's registration, change it (as a handler may), wait,
+                    # read it again: one message sees one snapshot (SE-7.2).
                     before = current_snapshot()
                     seen = dict(before.registration) if before is not None else None
+                    actor = job.entry[6:]
+                    m.spot.update_actor_registration(actor, version=100 + job.index,
+                                                     name=f"{actor}-{job.index}")
                     await self._wait(job)
                     after = current_snapshot()
                     again = dict(after.registration) if after is not None else None
@@ -275,12 +280,18 @@ class CoordinatorMachine(RuleBasedStateMachine):
 
     # ---------------------------------------------------------------- rules
     @precondition(lambda self: self.ready and len(self.app.jobs) < 60)
-    @rule(entry=st.sampled_from(["actor:A", "actor:B", "actor:A", "actor:B", "timer:t1",
-                                 "timer:t2", "spot", "lifecycle"]),
-          kind=st.sampled_from(KINDS), payload=st.sampled_from([0, 0, 1, 2, 3]),
-          ms=st.integers(1, 5))
-    def submit(self, entry: str, kind: str, payload: int, ms: int) -> None:
-        """One ``execute_*`` call."""
+    @rule(batch=st.lists(st.tuples(
+        st.sampled_from(["actor:A", "actor:B", "actor:A", "actor:B", "timer:t1", "timer:t2",
+                         "spot", "lifecycle"]),
+        st.sampled_from(KINDS), st.sampled_from([0, 0, 1, 2, 3]), st.integers(1, 5)),
+        min_size=1, max_size=4))
+    def submit(self, batch: list[tuple[str, str, int, int]]) -> None:
+        """One to four ``execute_*`` calls, back to back."""
+        for entry, kind, payload, ms in batch:
+            self._submit_one(entry, kind, payload, ms)
+        self.driver.idle()
+
+    def _submit_one(self, entry: str, kind: str, payload: int, ms: int) -> None:
         if kind == "snapshot" and not entry.startswith("actor:"):
             kind = "yield"  # only an Actor work has a snapshot
         app = self.app
@@ -302,7 +313,6 @@ class CoordinatorMachine(RuleBasedStateMachine):
             if closed:
                 assert isinstance(exc, ZLinkClosedError), f"closed Spot refused with {exc}"
             self._routed(entry, mark, admitted=False)
-            self.driver.idle()
             return
         assert not closed, "NoWorkAcceptedAfterClose: a closed Spot accepted work (SE-6.2)"
         job.handle = handle
@@ -314,7 +324,6 @@ class CoordinatorMachine(RuleBasedStateMachine):
             assert handle.nbytes == payload + fixed, (
                 f"PayloadReservedOnce: the Actor queue reserves {handle.nbytes} bytes for a "
                 f"payload of {payload} (SE-5.3: payload + fixed cost {fixed})")
-        self.driver.idle()
 
     def _routed(self, entry: str, mark: int, admitted: bool) -> None:
         """OneQueuePerOwner: the admission (or rejection) happened on the queue the
@@ -337,7 +346,7 @@ class CoordinatorMachine(RuleBasedStateMachine):
         """An external call a yielded work waits on answers or fails."""
         fut = data.draw(st.sampled_from(self._pending_externals()), label="call")
         if fail:
-            fut.set_exception(WorkFailed("external call failed"))
+            fut.set_exception(WorkFailedError("external call failed"))
         else:
             fut.set_result(7)
         self.driver.idle()

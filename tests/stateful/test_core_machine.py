@@ -34,7 +34,12 @@ from zlink_reference._core.queue import (
     QueueCore,
     WorkRecord,
 )
-from zlink_reference._core.rules import APPLICATION_LANE, LIFECYCLE_LANE, admission_verdict
+from zlink_reference._core.rules import (
+    APPLICATION_LANE,
+    LIFECYCLE_LANE,
+    Source,
+    admission_verdict,
+)
 from zlink_reference.invariants import QueueChecker
 from zlink_reference.testing import TraceRecorder
 
@@ -46,7 +51,7 @@ MAX_LIVE = 8  # bounds transfers, which are never refused
 
 def _snapshot(core: QueueCore) -> tuple[object, ...]:
     return (core.app_count, core.app_bytes, core.life_count, core.life_bytes, core.next_seq,
-            core.drain_scheduled, core.draining, core.line(0), core.line(1), core.line(2))
+            core.drain_scheduled, core.draining, *(core.line(s) for s in Source))
 
 
 class CoreMachine(RuleBasedStateMachine):
@@ -60,7 +65,8 @@ class CoreMachine(RuleBasedStateMachine):
         self.core: QueueCore
         self.ready = False
 
-    @initialize(policy=small_policies(max_cap=4), yield_allowed=st.sampled_from([True, True, True, False]))
+    @initialize(policy=small_policies(max_cap=4),
+                yield_allowed=st.sampled_from([True, True, True, False]))
     def setup(self, policy: ZLinkExecutionLanePolicy, yield_allowed: bool) -> None:
         self.trace = TraceRecorder()
         self.core = QueueCore(QueueConfig(policy, units_per_ms=1, yield_allowed=yield_allowed,

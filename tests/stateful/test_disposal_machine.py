@@ -67,7 +67,7 @@ ENTRIES: dict[str, tuple[str, ...]] = {
 }
 
 
-class WorkFailed(Exception):
+class WorkFailedError(Exception):
     """What a failing work raises."""
 
 
@@ -147,7 +147,7 @@ class DisposalMachine(RuleBasedStateMachine):
             def run() -> None:
                 job.started = True
                 if kind == "fail":
-                    raise WorkFailed(job.index)
+                    raise WorkFailedError(job.index)
                 if kind == "long":
                     self.clock.advance(ms)
             return run
@@ -234,7 +234,7 @@ class DisposalMachine(RuleBasedStateMachine):
         """An external call answers or fails."""
         fut = data.draw(st.sampled_from(self._pending_externals()), label="call")
         if fail:
-            fut.set_exception(WorkFailed("external call failed"))
+            fut.set_exception(WorkFailedError("external call failed"))
         else:
             fut.set_result(7)
         self.driver.idle()

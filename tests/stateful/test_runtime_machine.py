@@ -48,7 +48,7 @@ KINDS = ("sync", "raise", "long", "spawn", "async", "gated", "yield", "yield_rea
 HOW = ("enqueue", "payload", "lifecycle", "barrier")
 
 
-class WorkFailed(Exception):
+class WorkFailedError(Exception):
     """What a "raise" work raises."""
 
 
@@ -102,7 +102,7 @@ class Application:
                 self._enter(job, "start")
                 try:
                     if kind == "raise":
-                        raise WorkFailed(job.index)
+                        raise WorkFailedError(job.index)
                     if kind == "long":
                         self.clock.advance(ms)
                     if kind == "spawn":
@@ -196,13 +196,16 @@ class RuntimeMachine(RuleBasedStateMachine):
         self.app: Application
         queue = ZLinkSerialExecutionQueue(
             policy, name="q", clock=self.clock, loop=self.driver.loop, observer=self.trace,
-            error_hook=lambda exc, h: self.app.report(exc, h))
+            error_hook=self._report)
         self.app = Application(queue, self.clock, self.driver.loop)
         self.queue = queue
         self.checker = QueueChecker("q", policy)
         self.replayer = QueueReplayer("q", policy)
         self.fed = 0
         self.ready = True
+
+    def _report(self, exc: BaseException, handle: ZLinkWorkHandle[Any]) -> None:
+        self.app.report(exc, handle)
 
     @property
     def core(self) -> Any:
@@ -220,21 +223,25 @@ class RuntimeMachine(RuleBasedStateMachine):
             policy.lifecycle_byte_capacity if life else policy.application_byte_capacity)
 
     # ---------------------------------------------------------------- rules
-    @precondition(lambda self: self.ready and (not self.queue.closed or len(self.app.jobs) < 40))
-    @rule(kind=st.sampled_from(KINDS), how=st.sampled_from(HOW), payload=st.integers(0, 3),
-          ms=st.integers(1, 5), yields=st.integers(1, 2), child=st.sampled_from(HOW))
-    def submit(self, kind: str, how: str, payload: int, ms: int, yields: int, child: str
-               ) -> None:
-        """Admit or Reject one work of ``kind`` through the entry ``how``."""
-        expected = self._verdict(how, payload)
-        job = self.app.new_job(kind)
-        rejected = self.app.submit(job, how, payload, ms, yields, child)
-        if expected is None:
-            assert rejected is None, f"{how}: rejected ({rejected}) although the rule admits"
-        else:
-            assert rejected is not None and rejected.reason is expected, (
-                f"{how}: {'admitted' if rejected is None else rejected.reason} although the "
-                f"rule says {expected}")
+    @precondition(lambda self: self.ready and len(self.app.jobs) < 60)
+    @rule(batch=st.lists(st.tuples(st.sampled_from(KINDS), st.sampled_from(HOW),
+                                   st.sampled_from([0, 0, 1, 3]), st.integers(1, 5),
+                                   st.integers(1, 2), st.sampled_from(HOW)),
+                         min_size=1, max_size=4))
+    def submit(self, batch: list[tuple[str, str, int, int, int, str]]) -> None:
+        """Admit or Reject one to four works, back to back (they arrive together, before
+        the posted drain runs), each of its kind, through its entry."""
+        for kind, how, payload, ms, yields, child in batch:
+            expected = self._verdict(how, payload)
+            job = self.app.new_job(kind)
+            rejected = self.app.submit(job, how, payload, ms, yields, child)
+            if expected is None:
+                assert rejected is None, f"{how}: rejected ({rejected}) although the rule " \
+                    "admits"
+            else:
+                assert rejected is not None and rejected.reason is expected, (
+                    f"{how}: {'admitted' if rejected is None else rejected.reason} although "
+                    f"the rule says {expected}")
         self.driver.idle()
 
     def _pending_externals(self) -> list[asyncio.Future[int]]:
@@ -246,7 +253,7 @@ class RuntimeMachine(RuleBasedStateMachine):
         """CallReturns: an external call a suspended work waits on answers or fails."""
         fut = data.draw(st.sampled_from(self._pending_externals()), label="call")
         if fail:
-            fut.set_exception(WorkFailed("external call failed"))
+            fut.set_exception(WorkFailedError("external call failed"))
         else:
             fut.set_result(7)
         self.driver.idle()

@@ -7,13 +7,14 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
-from . import models, verify
+from . import models, policy, verify
 
 Command = tuple[str, Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]
 
 COMMANDS: list[Command] = [
     ("verify", verify.configure, verify.run),
     ("models", models.configure, models.run),
+    ("policy", policy.configure, policy.run),
 ]
 
 
