@@ -32,12 +32,19 @@ T = TypeVar("T")
 PROFILE = os.environ.get("ZLINK_HYPOTHESIS_PROFILE", "ci")
 MUTANT = os.environ.get("ZLINK_MUTANT")
 
+_HEALTH = [HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large]
+# The Hypothesis profiles (prefixed, so they never shadow Hypothesis's own "ci" profile).
+settings.register_profile("zlink-ci", deadline=None, derandomize=True, database=None,
+                          print_blob=False, suppress_health_check=_HEALTH)
+settings.register_profile("zlink-deep", deadline=None, derandomize=False, print_blob=True,
+                          suppress_health_check=_HEALTH)
+
 # machine -> (examples, steps per example), per profile
 BUDGETS: dict[str, dict[str, tuple[int, int]]] = {
     "ci": {"core": (200, 80), "runtime": (150, 40), "coordinator": (150, 40),
            "disposal": (200, 30)},
-    "deep": {"core": (5000, 100), "runtime": (2000, 60), "coordinator": (1500, 60),
-             "disposal": (1500, 50)},
+    "deep": {"core": (5000, 100), "runtime": (2000, 60), "coordinator": (2000, 60),
+             "disposal": (2000, 50)},
 }
 if PROFILE not in BUDGETS:
     raise SystemExit(f"unknown ZLINK_HYPOTHESIS_PROFILE {PROFILE!r}; known: "
@@ -45,22 +52,14 @@ if PROFILE not in BUDGETS:
 
 
 def machine_settings(machine: str) -> settings:
-    """The Hypothesis settings of one machine under the selected profile."""
+    """The Hypothesis settings of one machine: the selected profile with the machine's
+    budget (and, under a mutant, no shrinking)."""
     examples, steps = BUDGETS[PROFILE][machine]
-    phases = [Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink]
+    parent = settings.get_profile(f"zlink-{PROFILE}")
     if MUTANT:
-        phases = [Phase.explicit, Phase.generate]
-    return settings(
-        max_examples=examples,
-        stateful_step_count=steps,
-        deadline=None,
-        derandomize=PROFILE == "ci",
-        database=None if PROFILE == "ci" or MUTANT else settings.get_profile("default").database,
-        phases=phases,
-        suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much,
-                               HealthCheck.data_too_large],
-        print_blob=PROFILE != "ci",
-    )
+        return settings(parent, max_examples=examples, stateful_step_count=steps,
+                        database=None, phases=[Phase.explicit, Phase.generate])
+    return settings(parent, max_examples=examples, stateful_step_count=steps)
 
 
 # ------------------------------------------------------------------ statistics

@@ -66,6 +66,13 @@ TIMERS = ("t1", "t2")
 KINDS = ("sync", "raise", "long", "gated", "yield", "snapshot", "selfwait")
 
 
+BATCHES = st.lists(st.tuples(
+    st.sampled_from(["actor:A", "actor:B", "actor:A", "actor:B", "timer:t1", "timer:t2",
+                     "spot", "lifecycle"]),
+    st.sampled_from(KINDS), st.sampled_from([0, 0, 1, 2, 3]), st.integers(1, 5)),
+    min_size=1, max_size=4)
+
+
 class WorkFailedError(Exception):
     """What a "raise" work raises."""
 
@@ -231,10 +238,13 @@ class CoordinatorMachine(RuleBasedStateMachine):
         self.ready = False
 
     @initialize(wiring=st.sampled_from(WIRINGS), spot_policy=small_policies(max_cap=4),
-                actor_policy=small_policies(max_cap=3), timer_policy=small_policies())
+                actor_policy=small_policies(max_cap=3), timer_policy=small_policies(),
+                first=BATCHES)
     def setup(self, wiring: str, spot_policy: ZLinkExecutionLanePolicy,
               actor_policy: ZLinkExecutionLanePolicy,
-              timer_policy: ZLinkExecutionLanePolicy) -> None:
+              timer_policy: ZLinkExecutionLanePolicy,
+              first: list[tuple[str, str, int, int]]) -> None:
+        """The Spot in its wiring, and the first submissions to it."""
         self.wiring = wiring
         self.wide = wiring in ("spot_wide", "instance")
         self.yield_allowed = wiring != "entry"
@@ -261,6 +271,7 @@ class CoordinatorMachine(RuleBasedStateMachine):
         self.fed = 0
         self.payloads: dict[tuple[str, int], int] = {}  # (actor, wid) -> payload
         self.ready = True
+        self.submit(first)
 
     def policy_of(self, queue: str) -> ZLinkExecutionLanePolicy:
         """Each queue's policy, by its name."""
@@ -280,11 +291,7 @@ class CoordinatorMachine(RuleBasedStateMachine):
 
     # ---------------------------------------------------------------- rules
     @precondition(lambda self: self.ready and len(self.app.jobs) < 60)
-    @rule(batch=st.lists(st.tuples(
-        st.sampled_from(["actor:A", "actor:B", "actor:A", "actor:B", "timer:t1", "timer:t2",
-                         "spot", "lifecycle"]),
-        st.sampled_from(KINDS), st.sampled_from([0, 0, 1, 2, 3]), st.integers(1, 5)),
-        min_size=1, max_size=4))
+    @rule(batch=BATCHES)
     def submit(self, batch: list[tuple[str, str, int, int]]) -> None:
         """One to four ``execute_*`` calls, back to back."""
         for entry, kind, payload, ms in batch:

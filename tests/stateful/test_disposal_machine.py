@@ -67,6 +67,10 @@ ENTRIES: dict[str, tuple[str, ...]] = {
 }
 
 
+BATCHES = st.lists(st.tuples(st.sampled_from(KINDS), st.sampled_from([0, 0, 1, 3]),
+                             st.integers(1, 5)), min_size=1, max_size=3)
+
+
 class WorkFailedError(Exception):
     """What a failing work raises."""
 
@@ -107,8 +111,12 @@ class DisposalMachine(RuleBasedStateMachine):
         self.driver = LoopDriver()
         self.ready = False
 
-    @initialize(scope=st.sampled_from(SCOPES), policy=small_policies(max_cap=6, roomy=True))
-    def setup(self, scope: str, policy: ZLinkExecutionLanePolicy) -> None:
+    @initialize(scope=st.sampled_from(SCOPES), policy=small_policies(max_cap=6, roomy=True),
+                data=st.data(), first=BATCHES)
+    def setup(self, scope: str, policy: ZLinkExecutionLanePolicy, data: st.DataObject,
+              first: list[tuple[str, int, int]]) -> None:
+        """The scope, and the first works submitted to it (a scope being shut down has
+        something in it)."""
         self.kind = scope
         self.policy = policy
         self.clock = VirtualClock()
@@ -136,6 +144,7 @@ class DisposalMachine(RuleBasedStateMachine):
         self.replayer = TraceReplayer(policy)
         self.fed = 0
         self.ready = True
+        self.submit(data, first)
 
     def _hook(self, exc: BaseException, handle: Any) -> None:
         self.failures += 1
@@ -197,9 +206,7 @@ class DisposalMachine(RuleBasedStateMachine):
 
     # ---------------------------------------------------------------- rules
     @precondition(lambda self: self.ready and len(self.jobs) < 40)
-    @rule(data=st.data(), batch=st.lists(st.tuples(st.sampled_from(KINDS),
-                                                   st.sampled_from([0, 0, 1, 3]),
-                                                   st.integers(1, 5)), min_size=1, max_size=3))
+    @rule(data=st.data(), batch=BATCHES)
     def submit(self, data: st.DataObject, batch: list[tuple[str, int, int]]) -> None:
         """One to three submissions, each through one of the scope's entries."""
         for kind, payload, ms in batch:
@@ -276,6 +283,8 @@ class DisposalMachine(RuleBasedStateMachine):
         dispose_after_timeout(ms)."""
         how = data.draw(st.sampled_from(["dispose", "dispose_safely", "timeout"]),
                         label="how")
+        if data.draw(st.booleans(), label="someone awaits completion first"):
+            self.start_waiter(after_cancellation=False)
         s = self.scope
         if how == "dispose":
             self._cancel_all()
@@ -295,7 +304,7 @@ class DisposalMachine(RuleBasedStateMachine):
         if any(e.event == "expire_timeout" for e in self.trace.events[self.fed:]):
             self.mode = "cancelled"
 
-    @precondition(lambda self: self.ready and len(self.waiters) < 4)
+    @precondition(lambda self: self.ready and len(self.waiters) < 6)
     @rule(after_cancellation=st.booleans())
     def start_waiter(self, after_cancellation: bool) -> None:
         """Someone starts ``await_completion`` or ``await_after_cancellation``."""

@@ -4,9 +4,12 @@ state machine.
 Each mutant is switched on in a fresh pytest process (``ZLINK_MUTANT``) that runs the four
 machines in the ``ci`` profile and, where the unit suites have a test written for the rule
 the mutant breaks, that test. A layer kills a mutant when its test fails. The matrix is
-printed (run with ``-s``) and must equal the one recorded in docs/properties.md, so a
-machine that stops catching a mutant, or starts catching one, shows up as a diff of the
-documentation.
+printed (run with ``-s``; docs/properties.md records one run).
+
+Each mutant must be killed by the machine written for the layer it breaks (``OWNERS``):
+those kills come within the first few dozen examples of a ci run. Other cells of the
+matrix are kills a machine makes along the way; a change of a machine's code changes its
+derandomized examples and may move them, so they are printed, not required.
 """
 
 from __future__ import annotations
@@ -41,13 +44,50 @@ UNIT_TESTS: dict[str, tuple[str, str]] = {
     **{m: ("tests/coordinators/test_se10.py", t) for m, t in COORDINATOR_KILLER.items()},
     **{m: ("tests/coordinators/test_disposal.py", t) for m, t in DISPOSAL_KILLER.items()},
     **{m: ("tests/core tests/shell", t) for m, t in QUEUE_KILLER.items()},
+    # the mutants added with this layer, and the unit tests written for their rules
+    "end_slice_drops_wakeup": ("tests/shell/test_queue.py",
+                               "test_SE_6_4_slice_ends_when_the_time_budget_is_used"),
+    "closed_queue_admits": ("tests/shell/test_queue.py",
+                            "test_SE_6_2_close_rejects_new_work_and_finishes_accepted_work"),
+    "dispose_safely_keeps_waiters": (
+        "tests/coordinators/test_disposal.py",
+        "test_SD_3_await_completion_returns_once_dispose_safely_leaves_only_zombies"),
+}
+
+
+# mutant -> the machines that must kill it: those of the layer it breaks
+OWNERS: dict[str, tuple[str, ...]] = {
+    "drain_without_flag_check": ("core", "runtime"),
+    "lifecycle_ignores_burst": ("core", "runtime"),
+    "close_drops_accepted": ("core", "runtime"),
+    "capacity_off_by_one": ("core", "runtime"),
+    "fifo_swap": ("core", "runtime"),
+    "time_budget_ignored": ("core", "runtime"),
+    "end_slice_drops_wakeup": ("core", "runtime"),
+    "closed_queue_admits": ("core", "runtime"),
+    "resume_skips_requeue": ("runtime",),
+    "admission_split": ("runtime",),
+    "spotwide_releases_claim_on_yield": ("coordinator",),
+    "payload_reserved_twice": ("coordinator",),
+    "per_actor_shares_spot_queue": ("coordinator",),
+    "spot_wide_skips_spot_gate": ("coordinator",),
+    "timers_share_one_queue": ("coordinator",),
+    "actors_share_one_mailbox": ("coordinator",),
+    "actor_queue_ignores_payload": ("coordinator",),
+    "snapshot_reads_live_state": ("coordinator",),
+    "reentrancy_check_off": ("coordinator",),
+    "queue_exposed": ("coordinator",),
+    "dispose_safely_counts_zombies": ("core", "disposal"),
+    "dispose_runs_never_started": ("core", "disposal"),
+    "cancel_off_turn": ("disposal",),
+    "dispose_safely_keeps_waiters": ("disposal",),
 }
 
 
 def kills(mutant: str) -> dict[str, bool]:
     """Run every layer against one mutant; which layers fail (kill it)."""
     paths = list(MACHINES.values())
-    select = "Machine"
+    select = "runTest"
     unit = UNIT_TESTS.get(mutant)
     if unit is not None:
         paths += unit[0].split()
@@ -82,12 +122,27 @@ def render(matrix: dict[str, dict[str, bool]]) -> str:
     return "\n".join(lines)
 
 
-def recorded() -> str:
+def recorded() -> dict[str, dict[str, bool]]:
     """The matrix recorded in docs/properties.md (between the kill-matrix markers)."""
     text = DOC.read_text(encoding="utf-8")
     found = re.search(r"<!-- kill-matrix -->\n(.*?)\n<!-- /kill-matrix -->", text, re.S)
     assert found, "docs/properties.md lost its kill-matrix markers"
-    return found.group(1).strip()
+    rows = {}
+    for line in found.group(1).strip().splitlines()[2:]:
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        rows[cells[0].strip("`")] = {layer: cells[2 + i] == "x"
+                                     for i, layer in enumerate(LAYERS)}
+    return rows
+
+
+def test_every_mutant_has_owners_and_a_recorded_row() -> None:
+    """The catalogue, the owners and the recorded matrix name the same mutants, and the
+    recorded matrix shows each owner's kill."""
+    assert sorted(OWNERS) == sorted(mutants.CATALOGUE)
+    rows = recorded()
+    assert sorted(rows) == sorted(mutants.CATALOGUE)
+    for name, owners in OWNERS.items():
+        assert all(rows[name][m] for m in owners), f"docs/properties.md: {name} row"
 
 
 @pytest.mark.slow
@@ -95,10 +150,9 @@ def test_every_mutant_is_killed_by_a_machine() -> None:
     names = sorted(mutants.CATALOGUE)
     with ThreadPoolExecutor(max_workers=2) as pool:
         results = dict(zip(names, pool.map(kills, names), strict=True))
-    table = render(results)
     print("\nkill matrix (x: the layer fails under the mutant; n/a: no unit test mapped)")
-    print(table)
+    print(render(results))
     survivors = [m for m, row in results.items() if not any(row[k] for k in MACHINES)]
     assert not survivors, f"mutants no machine catches: {survivors}"
-    assert table == recorded(), (
-        "the kill matrix changed; update docs/properties.md with the table printed above")
+    missed = [(m, o) for m, owners in OWNERS.items() for o in owners if not results[m][o]]
+    assert not missed, f"mutants their own machine no longer catches: {missed}"

@@ -48,6 +48,11 @@ KINDS = ("sync", "raise", "long", "spawn", "async", "gated", "yield", "yield_rea
 HOW = ("enqueue", "payload", "lifecycle", "barrier")
 
 
+BATCHES = st.lists(st.tuples(st.sampled_from(KINDS), st.sampled_from(HOW),
+                             st.sampled_from([0, 0, 1, 3]), st.integers(1, 5),
+                             st.integers(1, 2), st.sampled_from(HOW)), min_size=1, max_size=4)
+
+
 class WorkFailedError(Exception):
     """What a "raise" work raises."""
 
@@ -188,8 +193,10 @@ class RuntimeMachine(RuleBasedStateMachine):
         self.driver = LoopDriver()
         self.ready = False
 
-    @initialize(policy=small_policies(max_cap=4))
-    def setup(self, policy: ZLinkExecutionLanePolicy) -> None:
+    @initialize(policy=small_policies(max_cap=4), first=BATCHES)
+    def setup(self, policy: ZLinkExecutionLanePolicy,
+              first: list[tuple[str, str, int, int, int, str]]) -> None:
+        """The queue, and the first works submitted to it."""
         self.policy = policy
         self.clock = VirtualClock()
         self.trace = TraceRecorder()
@@ -203,6 +210,7 @@ class RuntimeMachine(RuleBasedStateMachine):
         self.replayer = QueueReplayer("q", policy)
         self.fed = 0
         self.ready = True
+        self.submit(first)
 
     def _report(self, exc: BaseException, handle: ZLinkWorkHandle[Any]) -> None:
         self.app.report(exc, handle)
@@ -224,10 +232,7 @@ class RuntimeMachine(RuleBasedStateMachine):
 
     # ---------------------------------------------------------------- rules
     @precondition(lambda self: self.ready and len(self.app.jobs) < 60)
-    @rule(batch=st.lists(st.tuples(st.sampled_from(KINDS), st.sampled_from(HOW),
-                                   st.sampled_from([0, 0, 1, 3]), st.integers(1, 5),
-                                   st.integers(1, 2), st.sampled_from(HOW)),
-                         min_size=1, max_size=4))
+    @rule(batch=BATCHES)
     def submit(self, batch: list[tuple[str, str, int, int, int, str]]) -> None:
         """Admit or Reject one to four works, back to back (they arrive together, before
         the posted drain runs), each of its kind, through its entry."""
