@@ -456,9 +456,9 @@ def _cancel_off_turn() -> None:
     ZLinkSerialExecutionQueue._yield = patched  # type: ignore[method-assign]
 
 
-# ------------------------------------------------- added for the property layer
-# Bugs the mutants above leave unexercised: each breaks one invariant no other mutant
-# targets, so the machines are shown to catch it.
+# ------------------------------------------------------- invariants' own mutants
+# Each breaks an invariant no mutant above targets, so the machines are shown to catch
+# it too.
 @mutant("end_slice_drops_wakeup", "SE-6.5", "NoLostWakeup",
         "a slice that ends on its time budget leaves the remaining work without a drain")
 def _end_slice_drops_wakeup() -> None:

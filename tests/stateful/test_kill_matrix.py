@@ -44,7 +44,7 @@ UNIT_TESTS: dict[str, tuple[str, str]] = {
     **{m: ("tests/coordinators/test_se10.py", t) for m, t in COORDINATOR_KILLER.items()},
     **{m: ("tests/coordinators/test_disposal.py", t) for m, t in DISPOSAL_KILLER.items()},
     **{m: ("tests/core tests/shell", t) for m, t in QUEUE_KILLER.items()},
-    # the mutants added with this layer, and the unit tests written for their rules
+    # the invariants' own mutants, and the unit tests written for their rules
     "end_slice_drops_wakeup": ("tests/shell/test_queue.py",
                                "test_SE_6_4_slice_ends_when_the_time_budget_is_used"),
     "closed_queue_admits": ("tests/shell/test_queue.py",
