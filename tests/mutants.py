@@ -443,3 +443,51 @@ def _cancel_off_turn() -> None:
 
     del original
     ZLinkSerialExecutionQueue._yield = patched  # type: ignore[method-assign]
+
+
+# ------------------------------------------------------- invariants' own mutants
+# Each breaks an invariant no mutant above targets, so the machines are shown to catch
+# it too.
+@mutant("end_slice_drops_wakeup", "SE-6.5", "NoLostWakeup",
+        "a slice that ends on its time budget leaves the remaining work without a drain")
+def _end_slice_drops_wakeup() -> None:
+    end_slice = QueueCore.end_slice
+
+    def patched(self: QueueCore, now: float) -> None:
+        end_slice(self, now)
+        self.drain_scheduled = False  # bug: the next slice is never scheduled
+
+    QueueCore.end_slice = patched  # type: ignore[method-assign]
+
+
+@mutant("closed_queue_admits", "SE-6.2", "NoWorkAcceptedAfterClose",
+        "admission ignores the closed flag: a closed queue keeps accepting work")
+def _closed_queue_admits() -> None:
+    place = QueueCore._place
+
+    def patched(self: QueueCore, rec: WorkRecord, lane: int, nbytes: int,
+                barrier: bool, judged: bool) -> bool:
+        closed, self.closed = self.closed, False
+        try:
+            return place(self, rec, lane, nbytes, barrier, judged)
+        finally:
+            self.closed = closed
+
+    QueueCore._place = patched  # type: ignore[method-assign]
+
+
+@mutant("dispose_safely_keeps_waiters", "SD-3", "AwaitCompletionIgnoresZombies",
+        "dispose_safely leaves await_completion waiting although only zombies are left")
+def _dispose_safely_keeps_waiters() -> None:
+    from zlink_reference._shell.scope import ScopeMixin
+
+    def patched(self: Any) -> None:
+        if not self._rt.on_loop_thread():
+            self._rt.call_on_loop(self.dispose_safely)
+            return
+        self._scope_closing()
+        for q in self._scope_queues():
+            if q._core.mode == core_queue.MODE_OPEN:
+                q._core.dispose_safely()  # bug: the waiters are not looked at
+
+    ScopeMixin.dispose_safely = patched  # type: ignore[method-assign]

@@ -3,11 +3,14 @@ of gap when one is planted in a copy of the checkout."""
 
 from __future__ import annotations
 
+import re
 import shutil
+import tomllib
 from pathlib import Path
 
 import pytest
 
+from zlink_reference.invariants import INVARIANTS
 from zlink_reference.specindex import build_index, rule_ids_in_test_name
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -80,3 +83,18 @@ def test_SE_9_the_case_catalogue_knows_exactly_the_spec_rules() -> None:
     shipped = json.loads((ROOT / "conformance" / "zlink_conformance" / "cases" / "rules.json")
                          .read_text())["rules"]
     assert set(shipped) == set(index.rules) | index.decisions
+
+
+def test_SE_9_every_invariant_is_indexed_under_each_rule_it_names() -> None:
+    """The registry of ``zlink_reference.invariants`` and the ``python`` lists of
+    rules.toml say the same thing: each invariant under every SE/SD rule it serves."""
+    rows = tomllib.loads((ROOT / "specs" / "rules.toml").read_text(encoding="utf-8"))["rules"]
+    indexed = {(name, rule) for rule, row in rows.items() for name in row.get("python", [])}
+    named = set()
+    for inv in INVARIANTS.values():
+        for part in (p.strip() for p in inv.rules.split(",")):
+            if m := re.fullmatch(r"SE-10 item (\d+)", part):
+                part = f"SE-10.{m.group(1)}"
+            if re.fullmatch(r"(SE|SD)-\d+(\.\d+)?", part):
+                named.add((inv.name, part))
+    assert indexed == named

@@ -15,7 +15,7 @@ Related rules count: the same rule, a rule under it or above it (``SE-6`` and
 verifies, a decision and the rule it settles). A mutant that fails cases but none on its
 rule is *killed elsewhere*, which the self-test treats as a gap; one that fails nothing
 *survives*. A mutant that cannot be seen through a process at all is listed in
-``UNOBSERVABLE`` with the reason; none is today.
+``UNOBSERVABLE`` with the reason, and must be killed by the project's own machines.
 """
 
 from __future__ import annotations
@@ -66,9 +66,14 @@ RELATED: Final[Mapping[str, tuple[str, ...]]] = {
     "SD-1": ("D-8", "D-15", "D-17", "D-22"),
     "SD-2": ("SD-3",),
 }
-# Mutants no process boundary can observe: name -> why. Empty: every mutant of the
-# catalogue is observable through the protocol (see docs/conformance.md).
-UNOBSERVABLE: Final[Mapping[str, str]] = {}
+# Mutants no process boundary can observe: name -> why. Each is killed by the state
+# machines of tests/stateful (docs/properties.md, kill matrix).
+UNOBSERVABLE: Final[Mapping[str, str]] = {
+    "closed_queue_admits": (
+        "every coordinator refuses new work itself once closed (SE-6.2), before a queue "
+        "sees it, and no protocol command closes a queue while its coordinator stays "
+        "open; the queue's own closed check is a second line the core machine kills"),
+}
 _LABEL = re.compile(r"\[(?:model )?(?:[A-Za-z]+ )?((?:SE|SD|D)-[0-9.]+)\]")
 # A runtime's own guard names its rule in a fault message: "... (SE-6.6)".
 _GUARD = re.compile(r"\(((?:SE|SD|D)-[0-9]+(?:\.[0-9]+)?)\)")

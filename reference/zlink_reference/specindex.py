@@ -29,6 +29,7 @@ __all__ = [
     "SpecRule",
     "build_index",
     "rule_ids_in_test_name",
+    "rules_mentioned",
 ]
 
 CHECK_KINDS = ("tla", "python", "tests", "cases")
@@ -118,6 +119,37 @@ def rule_ids_in_test_name(name: str) -> list[str]:
         return []
     numbers = [p for p in m.group(2).split("_") if p]
     return [normalise(m.group(1) + "-" + ".".join(numbers))]
+
+
+# A rule ID as it appears in a test or case name (SE_10_04), or as written (SE-6.3).
+_MENTION = re.compile(r"(?<![A-Za-z0-9])(SE|SD|D)[-_](\d+)(?:[._](\d+))?(?![0-9])")
+
+
+def rules_mentioned(text: str, invariants: dict[str, str] | None = None) -> list[str]:
+    """The rule IDs a failure report speaks of, sorted: IDs written out or carried by
+    test and case names (``test_SE_6_3_x``, ``required_SE_10_04_x``), and the rules of
+    each invariant named in it (``invariants``: name -> "SE-6.5, D-10"; by default the
+    registry of ``zlink_reference.invariants``). Lets ``zlink verify`` say which rules a
+    failing step is about, whatever layer it came from."""
+    found: set[str] = set()
+    for m in _MENTION.finditer(text):
+        found.add(normalise(m.group(1) + "-" + m.group(2)
+                            + (f".{m.group(3)}" if m.group(3) else "")))
+    if invariants is None:
+        try:
+            module = importlib.import_module("zlink_reference.invariants")
+            invariants = {n: i.rules for n, i in module.INVARIANTS.items()}
+        except ImportError:
+            invariants = {}
+    for name, rules in invariants.items():
+        if re.search(rf"\b{re.escape(name)}\b", text):
+            for part in rules.split(","):
+                part = part.strip()
+                item = re.fullmatch(r"SE-10 item (\d+)", part)
+                part = f"SE-10.{item.group(1)}" if item else part
+                if _MENTION.fullmatch(part):
+                    found.add(normalise(part))
+    return sorted(found, key=_rule_sort_key)
 
 
 def read_spec_rules(specs: Path) -> tuple[dict[str, SpecRule], set[str]]:

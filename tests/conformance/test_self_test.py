@@ -41,7 +41,25 @@ def test_every_mutant_is_killed_on_its_rule_and_the_documented_matrix_is_current
                        FAKES / "preload_mutant.py", child_env())
     assert [(r.name, r.verdict) for r in rows if r.verdict != "killed"] == [
         (name, "unobservable") for name in UNOBSERVABLE]
-    documented = documented_matrix((ROOT / "docs" / "conformance.md").read_text())
-    assert documented == matrix_markdown(rows), (
-        "the kill matrix changed: run `zlink conformance self-test --write-docs "
-        "docs/conformance.md`")
+    # Under a mutant the runtime is broken, and a broken runtime may fail a timing-
+    # sensitive case on one run and not the next; so the documented matrix must have the
+    # same mutants, rules and verdicts, and share at least one killing case per row.
+    documented = _rows(documented_matrix((ROOT / "docs" / "conformance.md").read_text()))
+    fresh = _rows(matrix_markdown(rows))
+    hint = "the kill matrix changed: run `zlink conformance self-test --write-docs " \
+           "docs/conformance.md`"
+    assert {m: r[:2] for m, r in documented.items()} == \
+        {m: r[:2] for m, r in fresh.items()}, hint
+    stale = [m for m, r in fresh.items() if r[2] and not r[2] & documented[m][2]]
+    assert not stale, f"{hint} (rows with no documented case left: {stale})"
+
+
+def _rows(table: str) -> dict[str, tuple[str, str, set[str]]]:
+    """mutant -> (breaks, verdict, killing cases) of a kill-matrix table."""
+    out = {}
+    for line in table.splitlines()[2:]:
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 4:
+            cases = {c.strip("`") for c in cells[3].split("<br>") if c.startswith("`")}
+            out[cells[0].strip("`")] = (cells[1], cells[2], cases)
+    return out

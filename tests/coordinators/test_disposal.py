@@ -257,6 +257,24 @@ async def test_SD_1_negative_or_bad_timeout_is_refused(bad: Any, error: type) ->
 
 
 # ---------------------------------------------------------------- SD-3 waiting
+async def test_SD_3_await_completion_returns_once_dispose_safely_leaves_only_zombies(
+    make: Callable[..., Scope],
+) -> None:
+    """A waiter that started while work was active returns as soon as that work becomes
+    a zombie: zombies do not count (SD-3), so it must not wait for them to end."""
+    s, gate = make(), Gate()
+    s.submit(gate.wait)
+    await run_until_idle()
+    waiter = asyncio.ensure_future(s.scope.await_completion())
+    await run_until_idle()
+    assert not waiter.done()
+    s.scope.dispose_safely()
+    await run_until_idle()
+    assert waiter.done(), "only a zombie is left, yet await_completion still waits"
+    gate.open()
+    await run_until_idle()
+
+
 async def test_SD_3_await_after_cancellation_before_any_disposal_is_an_error(
     make: Callable[..., Scope],
 ) -> None:

@@ -73,6 +73,7 @@ def admission_verdict(
     post: __return__ is None or closed or reserved_count + 1 > count_capacity or reserved_bytes + item_bytes > byte_capacity
     post: __return__ not in (RejectReason.LIFECYCLE_COUNT, RejectReason.LIFECYCLE_BYTES) or lifecycle
     post: __return__ not in (RejectReason.APPLICATION_COUNT, RejectReason.APPLICATION_BYTES) or not lifecycle
+    post: __return__ not in (RejectReason.APPLICATION_BYTES, RejectReason.LIFECYCLE_BYTES) or reserved_count + 1 <= count_capacity
     """  # noqa: E501
     if closed:
         return RejectReason.CLOSED
@@ -104,7 +105,10 @@ def select_next(
     post: barrier_ready == 0 or __return__[0] == Source.BARRIER
     post: __return__[0] != Source.APPLICATION or lifecycle_ready == 0 or streak == burst_limit
     post: __return__[0] != Source.LIFECYCLE or application_ready == 0 or streak < burst_limit
-    """
+    post: __return__[0] != Source.LIFECYCLE or __return__[1] == (streak + 1 if application_ready else 0)
+    post: __return__[0] not in (Source.APPLICATION, Source.BARRIER) or __return__[1] == 0
+    post: barrier_ready or not application_ready or streak < burst_limit or __return__[0] == Source.APPLICATION
+    """  # noqa: E501
     if barrier_ready:
         return Source.BARRIER, 0
     if lifecycle_ready and (not application_ready or streak < burst_limit):

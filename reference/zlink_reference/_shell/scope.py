@@ -156,6 +156,9 @@ class ScopeMixin:
         for q in self._scope_queues():
             if q._core.mode == MODE_OPEN:
                 marked += len(q._core.dispose_safely())
+                # Marking zombies lowers the active count without any work ending: wake
+                # the await_completion waiters whose condition now holds (SD-3).
+                q._check_waiters()
         state = self._scope_state()
         if state.disposed_at is None:
             state.disposed_at = self._rt.now()

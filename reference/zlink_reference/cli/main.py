@@ -7,7 +7,7 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
-from . import conformance, models, rules, verify
+from . import conformance, models, policy, rules, trace, verify
 
 Command = tuple[str, Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]
 
@@ -16,6 +16,8 @@ COMMANDS: list[Command] = [
     ("models", models.configure, models.run),
     ("conformance", conformance.configure, conformance.run),
     ("rules", rules.configure, rules.run),
+    ("policy", policy.configure, policy.run),
+    ("trace", trace.configure, trace.run),
 ]
 
 

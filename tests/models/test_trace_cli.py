@@ -1,0 +1,137 @@
+"""``zlink trace check``: a recorded log that follows the rules passes both checkers; a
+broken one fails and the finding names the rule; bad input is refused with exit 2."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from zlink_reference.cli.main import main
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from bench_trace import POLICY, record  # noqa: E402
+
+needs_java = pytest.mark.skipif(shutil.which("java") is None, reason="needs Java for TLC")
+
+
+@pytest.fixture(scope="module")
+def log() -> list[dict[str, Any]]:
+    return asyncio.run(record(200, seed=3))
+
+
+def _write(tmp_path: Path, events: list[dict[str, Any]], name: str = "log.jsonl") -> Path:
+    path = tmp_path / name
+    path.write_text("".join(json.dumps(e) + "\n" for e in events), encoding="utf-8")
+    return path
+
+
+@pytest.fixture()
+def policy_file(tmp_path: Path) -> Path:
+    path = tmp_path / "policy.json"
+    path.write_text(json.dumps(POLICY.to_mapping()), encoding="utf-8")
+    return path
+
+
+def _double_drain(log: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A second enter_drain right after one: the drain entered while draining."""
+    at = next(i for i, e in enumerate(log) if i > 50 and e["event"] == "enter_drain")
+    return log[: at + 1] + [dict(log[at])] + log[at + 1:]
+
+
+def test_SE_6_5_a_recorded_log_passes_the_python_model(
+    log: list[dict[str, Any]], tmp_path: Path, policy_file: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code = main(["trace", "check", str(_write(tmp_path, log)), "--policy", str(policy_file)])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "every event replayed" in out and "verdict: the log follows the rules" in out
+
+
+def test_SE_6_5_a_double_drain_is_reported_with_its_rule(
+    log: list[dict[str, Any]], tmp_path: Path, policy_file: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code = main(["trace", "check", str(_write(tmp_path, _double_drain(log))),
+                 "--policy", str(policy_file), "--json"])
+    verdict = json.loads(capsys.readouterr().out)
+    assert code == 1 and not verdict["ok"]
+    refused = verdict["disagreements"][0]
+    assert refused["name"] == "enter_drain" and "SE-6.5" in refused["rules"]
+
+
+def test_SE_6_3_the_policy_decides_what_capacity_means(
+    log: list[dict[str, Any]], tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    # The log was recorded under a capacity of 6; under a capacity of 1 the same log
+    # admits beyond the limit, and the replay says so.
+    tight = tmp_path / "tight.toml"
+    tight.write_text("application_message_capacity = 1\n", encoding="utf-8")
+    code = main(["trace", "check", str(_write(tmp_path, log)), "--policy", str(tight)])
+    out = capsys.readouterr().out
+    assert code == 1 and "SE-6.3" in out, out
+
+
+@needs_java
+def test_SE_6_6_tlc_matches_a_recorded_log_and_refuses_a_broken_one(
+    log: list[dict[str, Any]], tmp_path: Path, policy_file: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code = main(["trace", "check", str(_write(tmp_path, log)), "--policy", str(policy_file),
+                 "--tlc"])
+    out = capsys.readouterr().out
+    assert code == 0 and f"matched all {len(log)} events" in out, out
+    bad = _double_drain(log)
+    code = main(["trace", "check", str(_write(tmp_path, bad, "bad.jsonl")),
+                 "--policy", str(policy_file), "--tlc", "--json"])
+    verdict = json.loads(capsys.readouterr().out)
+    assert code == 1
+    (tlc,) = verdict["tlc"]
+    assert tlc["status"] == "fail" and tlc["rules"] == "SE-6.5", tlc
+
+
+@needs_java
+def test_SD_1_events_outside_the_tlc_model_are_not_checked_there(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    events = [{"seq": 0, "queue": "q", "event": "dispose"}]
+    code = main(["trace", "check", str(_write(tmp_path, events)), "--tlc"])
+    out = capsys.readouterr().out
+    assert code == 0 and "not checked: event 0 (dispose) has no action" in out, out
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("not json\n", "line 1: not JSON"),
+    ('{"seq": 0, "queue": "q"}\n', "line 1: missing or bad field"),
+    ("[1, 2]\n", "line 1: expected a JSON object"),
+])
+def test_a_log_not_in_the_trace_format_is_refused(
+    text: str, message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    path = tmp_path / "bad.jsonl"
+    path.write_text(text, encoding="utf-8")
+    assert main(["trace", "check", str(path)]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_bad_arguments_are_refused(
+    log: list[dict[str, Any]], tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    path = _write(tmp_path, log)
+    assert main(["trace", "check", str(tmp_path / "missing.jsonl")]) == 2
+    assert "cannot read" in capsys.readouterr().err
+    assert main(["trace", "check", str(path), "--queue", "nope"]) == 2
+    assert "its queues: q" in capsys.readouterr().err
+    bad_policy = tmp_path / "p.json"
+    bad_policy.write_text('{"application_message_capacity": 0}', encoding="utf-8")
+    assert main(["trace", "check", str(path), "--policy", str(bad_policy)]) == 2
+    assert "application_message_capacity" in capsys.readouterr().err
+    assert main(["trace", "check", str(path), "--units-per-ms", "0"]) == 2

@@ -1,0 +1,437 @@
+"""The disposal machine: Hypothesis shuts scopes down at random moments (SD-1 .. SD-3).
+
+The scope is a standalone queue, a PerActor or SpotWide Spot, an Actor executor or a
+Session executor. Rules submit works (finishing at once, failing, running long, holding
+their turn behind a gate, yielding on an external call; a session's final work), answer
+or fail external calls, open gates, move the clock (which may fire a disposal timeout),
+call ``dispose``, ``dispose_safely`` or ``dispose_after_timeout`` at any moment, start
+``await_completion`` and ``await_after_cancellation`` waiters, and settle everything.
+
+The machine keeps the model's view of the scope (``models/Disposal.tla``): which works
+are live, which are zombies (live when the scope was disposed safely), which had their
+cancellation made pending and whether they had started, and the scope's mode. After
+every rule:
+
+* every queue of the scope satisfies the queue and disposal invariants over its trace
+  and its core, and replays through the model;
+* ``AwaitCompletionIgnoresZombies``: ``active_count()`` is the number of live works
+  that are not zombies, and a pending ``await_completion`` has returned once that is 0;
+* ``ZombiesCounted``: ``zombie_count()`` is the number of live zombies;
+* ``AwaitAfterCancellationWaitsForZombies``: the wait is refused on a scope never
+  disposed, and returns exactly when nothing (zombies included) is live;
+* ``NoWorkAcceptedAfterClose``: after any disposal every submission is refused;
+* ``CancellationOnOwnTurn``: a cancelled work meets its cancellation on its own turn,
+  and a work that had not started when its cancellation was made pending never starts;
+* ``EveryAcceptedWorkEndsOnce``: every handle settles once, as its trace says; after
+  ``settle`` every accepted work has ended and every reservation is back to zero.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+
+from zlink_reference import (
+    ZLinkActorSerialExecutor,
+    ZLinkClosedError,
+    ZLinkExecutionLanePolicy,
+    ZLinkRejectedError,
+    ZLinkSerialExecutionQueue,
+    ZLinkSessionSerialExecutor,
+    ZLinkSpotSerialExecutor,
+    ZLinkUserSpotExecutionMode,
+    ZLinkWorkHandle,
+    current_work,
+    yield_framework_call,
+)
+from zlink_reference.disposal import ZLinkNotDisposedError
+from zlink_reference.invariants import TraceChecker, Violation
+from zlink_reference.replay import TraceReplayer
+from zlink_reference.testing import TraceRecorder, VirtualClock
+
+from machinery import LoopDriver, fail_on, machine_settings, small_policies, stats
+
+SCOPES = ("queue", "per_actor", "spot_wide", "actor", "session")
+KINDS = ("sync", "fail", "long", "gated", "yield", "yield")
+ENTRIES: dict[str, tuple[str, ...]] = {
+    "queue": ("enqueue", "lifecycle", "payload"),
+    "per_actor": ("actor:A", "actor:B", "spot", "timer"),
+    "spot_wide": ("actor:A", "actor:B", "spot", "timer"),
+    "actor": ("actor", "lifecycle"),
+    "session": ("application", "control", "infrastructure", "final"),
+}
+
+
+BATCHES = st.lists(st.tuples(st.sampled_from(KINDS), st.sampled_from([0, 0, 1, 3]),
+                             st.integers(1, 5)), min_size=1, max_size=3)
+
+
+class WorkFailedError(Exception):
+    """What a failing work raises."""
+
+
+@dataclasses.dataclass(eq=False)
+class Job:
+    index: int
+    entry: str
+    kind: str
+    handle: ZLinkWorkHandle[Any] | None = None
+    gate: asyncio.Future[None] | None = None
+    started: bool = False
+    settled: int = 0
+    zombie: bool = False
+    cancel_pending: bool = False
+    started_at_cancel: bool = False
+
+
+@dataclasses.dataclass(eq=False)
+class Waiter:
+    kind: str  # "completion" or "after_cancellation"
+    task: asyncio.Task[None]
+    mode_at_call: str
+
+
+def _placed(handle: ZLinkWorkHandle[Any] | None) -> bool:
+    """The handle's work is in a queue (a session's final work is accepted first and
+    placed later, D-12); its fields are set from then on."""
+    return handle is not None and getattr(handle, "wid", -1) >= 0
+
+
+class DisposalMachine(RuleBasedStateMachine):
+    """One scope, shut down at random moments, against the disposal model."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        stats("disposal").started()
+        self.driver = LoopDriver()
+        self.ready = False
+
+    @initialize(scope=st.sampled_from(SCOPES), policy=small_policies(max_cap=6, roomy=True),
+                data=st.data(), first=BATCHES)
+    def setup(self, scope: str, policy: ZLinkExecutionLanePolicy, data: st.DataObject,
+              first: list[tuple[str, int, int]]) -> None:
+        """The scope, and the first works submitted to it (a scope being shut down has
+        something in it)."""
+        self.kind = scope
+        self.policy = policy
+        self.clock = VirtualClock()
+        self.trace = TraceRecorder()
+        self.jobs: list[Job] = []
+        self.externals: list[asyncio.Future[int]] = []
+        self.broken: list[str] = []
+        self.waiters: list[Waiter] = []
+        self.mode = "open"  # the model's scope mode
+        self.timeout_at: int | None = None
+        self.failures = 0
+        kw: dict[str, Any] = {"clock": self.clock, "loop": self.driver.loop,
+                              "observer": self.trace, "error_hook": self._hook}
+        if scope == "queue":
+            self.scope: Any = ZLinkSerialExecutionQueue(policy, name="q", **kw)
+        elif scope in ("per_actor", "spot_wide"):
+            self.scope = ZLinkSpotSerialExecutor(
+                "S", mode=ZLinkUserSpotExecutionMode(scope), policy=policy,
+                actor_policy=policy, timer_policy=policy, **kw)
+        elif scope == "actor":
+            self.scope = ZLinkActorSerialExecutor("A", policy=policy, **kw)
+        else:
+            self.scope = ZLinkSessionSerialExecutor("s", policy=policy, **kw)
+        self.checker = TraceChecker(policy)
+        self.replayer = TraceReplayer(policy)
+        self.fed = 0
+        self.ready = True
+        self.submit(data, first)
+
+    def _hook(self, exc: BaseException, handle: Any) -> None:
+        self.failures += 1
+
+    # ------------------------------------------------------------ the works
+    def _work(self, job: Job, ms: int) -> Callable[[], Any]:
+        kind = job.kind
+        if kind in ("sync", "fail", "long"):
+            def run() -> None:
+                job.started = True
+                if kind == "fail":
+                    raise WorkFailedError(job.index)
+                if kind == "long":
+                    self.clock.advance(ms)
+            return run
+
+        async def run_async() -> None:
+            job.started = True
+            try:
+                if kind == "gated":
+                    assert job.gate is not None
+                    await job.gate
+                else:
+                    ext: asyncio.Future[int] = self.driver.loop.create_future()
+                    self.externals.append(ext)
+                    await yield_framework_call(ext)
+            except asyncio.CancelledError:
+                if current_work() is None:
+                    self.broken.append(f"CancellationOnOwnTurn: work {job.index} is "
+                                       f"cancelled off its turn (D-8)")
+                raise
+        return run_async
+
+    def _submit(self, entry: str, work: Callable[[], Any], payload: int
+                ) -> ZLinkWorkHandle[Any]:
+        s = self.scope
+        if self.kind == "queue":
+            if entry == "lifecycle":
+                return s.enqueue_lifecycle(work)  # type: ignore[no-any-return]
+            return s.enqueue_with_payload_bytes(  # type: ignore[no-any-return]
+                work, payload if entry == "payload" else 0)
+        if self.kind in ("per_actor", "spot_wide"):
+            if entry.startswith("actor:"):
+                return s.execute_actor(entry[6:], work, payload)  # type: ignore[no-any-return]
+            if entry == "timer":
+                return s.execute_timer("t", work)  # type: ignore[no-any-return]
+            return s.execute_spot(work)  # type: ignore[no-any-return]
+        if self.kind == "actor":
+            if entry == "lifecycle":
+                return s.execute_lifecycle(work)  # type: ignore[no-any-return]
+            return s.execute_actor(work, payload)  # type: ignore[no-any-return]
+        if entry == "control":
+            return s.execute_control(work)  # type: ignore[no-any-return]
+        if entry == "infrastructure":
+            return s.execute_infrastructure(work)  # type: ignore[no-any-return]
+        if entry == "final":
+            return s.execute_final(work)  # type: ignore[no-any-return]
+        return s.execute_application(work, payload)  # type: ignore[no-any-return]
+
+    # ---------------------------------------------------------------- rules
+    @precondition(lambda self: self.ready and len(self.jobs) < 40)
+    @rule(data=st.data(), batch=BATCHES)
+    def submit(self, data: st.DataObject, batch: list[tuple[str, int, int]]) -> None:
+        """One to three submissions, each through one of the scope's entries."""
+        for kind, payload, ms in batch:
+            entry = data.draw(st.sampled_from(ENTRIES[self.kind]), label="entry")
+            self._submit_one(entry, kind, payload, ms)
+        self.driver.idle()
+
+    def _submit_one(self, entry: str, kind: str, payload: int, ms: int) -> None:
+        job = Job(len(self.jobs), entry, kind)
+        if kind == "gated":
+            job.gate = self.driver.loop.create_future()
+        work = self._work(job, ms)
+        disposed = self.mode != "open"
+        try:
+            handle = self._submit(entry, work, payload)
+        except ZLinkRejectedError as exc:
+            if disposed:
+                assert isinstance(exc, ZLinkClosedError), f"refused with {exc!r}"
+            return
+        assert not disposed, ("NoWorkAcceptedAfterClose: a disposed scope accepted work "
+                              "(SD-1)")
+        job.handle = handle
+        handle.add_done_callback(lambda h: setattr(job, "settled", job.settled + 1))
+        self.jobs.append(job)
+
+    def _pending_externals(self) -> list[asyncio.Future[int]]:
+        return [f for f in self.externals if not f.done()]
+
+    @precondition(lambda self: self.ready and bool(self._pending_externals()))
+    @rule(data=st.data(), fail=st.booleans())
+    def complete_external(self, data: st.DataObject, fail: bool) -> None:
+        """An external call answers or fails."""
+        fut = data.draw(st.sampled_from(self._pending_externals()), label="call")
+        if fail:
+            fut.set_exception(WorkFailedError("external call failed"))
+        else:
+            fut.set_result(7)
+        self.driver.idle()
+
+    def _closed_gates(self) -> list[Job]:
+        return [j for j in self.jobs if j.gate is not None and not j.gate.done()]
+
+    @precondition(lambda self: self.ready and bool(self._closed_gates()))
+    @rule(data=st.data())
+    def open_gate(self, data: st.DataObject) -> None:
+        """A work holding its turn on a plain await goes on."""
+        job = data.draw(st.sampled_from(self._closed_gates()), label="gate")
+        assert job.gate is not None
+        job.gate.set_result(None)
+        self.driver.idle()
+
+    @precondition(lambda self: self.ready)
+    @rule(ms=st.integers(1, 4))
+    def advance_clock(self, ms: int) -> None:
+        """Time passes; a disposal timeout may expire (TimeoutExpires)."""
+        before = len(self.trace.events)
+        self.driver.call(lambda: self.clock.advance(ms))
+        if any(e.event == "expire_timeout" for e in self.trace.events[before:]):
+            self.mode = "cancelled"
+
+    def _live(self) -> list[Job]:
+        return [j for j in self.jobs if j.handle is not None and not j.handle.done()]
+
+    def _cancel_all(self) -> None:
+        for job in self._live():
+            if not job.cancel_pending:
+                job.cancel_pending = True
+                job.started_at_cancel = job.started
+
+    @precondition(lambda self: self.ready and len(self.jobs) > 0)
+    @rule(data=st.data())
+    def shut_down(self, data: st.DataObject) -> None:
+        """One disposal call (SD-1) at this moment: dispose, dispose_safely or
+        dispose_after_timeout(ms)."""
+        how = data.draw(st.sampled_from(["dispose", "dispose_safely", "timeout"]),
+                        label="how")
+        if data.draw(st.booleans(), label="someone awaits completion first"):
+            self.start_waiter(after_cancellation=False)
+        s = self.scope
+        if how == "dispose":
+            self._cancel_all()
+            self.driver.call(s.dispose)
+            self.mode = "cancelled"
+        elif how == "dispose_safely":
+            if self.mode == "open":
+                for job in self._live():
+                    job.zombie = True
+                self.mode = "safely"
+            self.driver.call(s.dispose_safely)
+        else:
+            ms = data.draw(st.integers(0, 4), label="ms")
+            if self.mode == "open":
+                self.mode = "timeout"
+            self.driver.call(lambda: s.dispose_after_timeout(ms))
+        if any(e.event == "expire_timeout" for e in self.trace.events[self.fed:]):
+            self.mode = "cancelled"
+
+    @precondition(lambda self: self.ready and len(self.waiters) < 6)
+    @rule(after_cancellation=st.booleans())
+    def start_waiter(self, after_cancellation: bool) -> None:
+        """Someone starts ``await_completion`` or ``await_after_cancellation``."""
+        s = self.scope
+        if after_cancellation:
+            coro = s.await_after_cancellation(lambda exc, scope: None)
+            kind = "after_cancellation"
+        else:
+            coro = s.await_completion()
+            kind = "completion"
+        task = self.driver.loop.create_task(coro)
+        self.waiters.append(Waiter(kind, task, self.mode))
+        self.driver.idle()
+
+    @precondition(lambda self: self.ready)
+    @rule()
+    def settle(self) -> None:
+        """Answer every call and open every gate until nothing waits: every accepted work
+        ends once and every reservation is back to zero (D-11)."""
+        for _ in range(60):
+            pending, gates = self._pending_externals(), self._closed_gates()
+            if not pending and not gates:
+                break
+            for fut in pending:
+                fut.set_result(7)
+            for job in gates:
+                assert job.gate is not None
+                job.gate.set_result(None)
+            self.driver.idle()
+        self.check_everything()
+        unfinished = [(j.index, j.entry, j.kind) for j in self.jobs
+                      if j.handle is not None and not j.handle.done()]
+        assert not unfinished, f"AcceptedWorkCompletes: works {unfinished} never ended"
+        for q in self.scope._scope_queues():
+            core = q._core
+            assert core.live() == 0 and core.app_bytes == 0 and core.life_bytes == 0, (
+                f"{q.name}: reservations left after every work ended")
+            assert core.zombies == 0, f"{q.name}: zombies counted after they ended"
+
+    # ---------------------------------------------------------------- checks
+    def check_everything(self) -> None:
+        stats("disposal").steps += 1
+        new = self.trace.events[self.fed:]
+        self.fed = len(self.trace.events)
+        found: list[Violation] = self.checker.feed(new)
+        disagreements = self.replayer.feed(new)
+        queues = self.scope._scope_queues()
+        found += self.checker.check(q._core for q in queues)
+        fail_on(found, disagreements, f"disposal ({self.kind})")
+        assert not self.driver.errors, f"the loop logged errors: {self.driver.errors}"
+        assert not self.broken, "; ".join(self.broken)
+        live = [j for j in self._live() if _placed(j.handle)]
+        active = sum(1 for j in live if not j.zombie)
+        zombies = sum(1 for j in live if j.zombie)
+        s = self.scope
+        assert s.active_count() == active, (
+            f"AwaitCompletionIgnoresZombies: active_count() is {s.active_count()}, the "
+            f"live works that are not zombies are {active} (SD-2)")
+        assert s.zombie_count() == zombies, (
+            f"ZombiesCounted: zombie_count() is {s.zombie_count()}, live zombies {zombies}")
+        failed = 0
+        for job in self.jobs:
+            h = job.handle
+            assert h is not None
+            assert job.settled <= 1, f"work {job.index} settled {job.settled} times (D-11)"
+            if job.cancel_pending and not job.started_at_cancel and job.started:
+                raise AssertionError(
+                    f"CancellationOnOwnTurn: work {job.index} had not started when its "
+                    f"scope cancelled it, and started anyway (SD-1)")
+            if not _placed(h):
+                continue  # a session's final work not placed yet
+            image = self.checker.queue(h.queue.name).image
+            w = image.works.get(h.wid)
+            assert w is not None, f"work {job.index} has no admit event on {h.queue.name}"
+            if h.done() != (w.phase == "done"):
+                raise AssertionError(
+                    f"EveryAcceptedWorkEndsOnce: work {job.index} "
+                    f"{'settled' if h.done() else 'is pending'}, the trace has it {w.phase}")
+            if h.done():
+                assert h.outcome() == w.outcome, (
+                    f"work {job.index} settled {h.outcome()}, the trace says {w.outcome}")
+                failed += h.outcome() == "failed"
+        assert self.failures == failed, (
+            f"{failed} work(s) failed, the error hook saw {self.failures}")
+        everything_ended = not self._live()
+        for waiter in self.waiters:
+            t = waiter.task
+            if waiter.kind == "completion":
+                if active == 0 and not t.done():
+                    raise AssertionError("AwaitCompletionIgnoresZombies: await_completion "
+                                         "still waits with no active work left (SD-3)")
+                continue
+            if waiter.mode_at_call == "open":
+                assert t.done() and isinstance(t.exception(), ZLinkNotDisposedError), (
+                    "await_after_cancellation on a scope never disposed must raise "
+                    "ZLinkNotDisposedError at once (SD-3)")
+                continue
+            if t.done() and not everything_ended:
+                raise AssertionError("AwaitAfterCancellationWaitsForZombies: returned "
+                                     "while work is live")
+            if everything_ended and not t.done():
+                raise AssertionError("AwaitAfterCancellationWaitsForZombies: still waits "
+                                     "with nothing live")
+            if t.done():
+                assert t.exception() is None, f"await_after_cancellation: {t.exception()!r}"
+
+    @invariant()
+    def every_invariant_holds(self) -> None:
+        """Queue and disposal invariants, the model's counts, the waits."""
+        if self.ready:
+            self.check_everything()
+
+    def _release(self) -> bool:
+        """Answer every pending external call and open every gate; False if none."""
+        pending = self._pending_externals()
+        gates = self._closed_gates()
+        for fut in pending:
+            fut.set_result(7)
+        for job in gates:
+            assert job.gate is not None
+            job.gate.set_result(None)
+        return bool(pending or gates)
+
+    def teardown(self) -> None:
+        self.driver.close(self._release if self.ready else None)
+        stats("disposal").stopped()
+
+
+DisposalMachine.TestCase.settings = machine_settings("disposal")
+TestDisposalMachine = DisposalMachine.TestCase

@@ -1,0 +1,333 @@
+"""Each invariant predicate holds on a correct run and fails on a deliberately broken
+one: a trace with one event changed, dropped or added, or a core with one field
+corrupted. The correct runs are recorded from the pure core, so they are what the model
+allows by construction (and replay through it)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from zlink_reference import ZLinkExecutionLanePolicy, ZLinkRejectedError
+from zlink_reference import invariants as inv
+from zlink_reference._core.queue import FAILED, QueueConfig, QueueCore, WorkRecord
+from zlink_reference._core.rules import APPLICATION_LANE, LIFECYCLE_LANE
+from zlink_reference.replay import check_trace, replay
+from zlink_reference.testing import TraceEvent, TraceRecorder
+
+POLICY = ZLinkExecutionLanePolicy(
+    application_message_capacity=3, application_byte_capacity=10,
+    lifecycle_message_capacity=2, lifecycle_byte_capacity=10, fixed_work_byte_cost=1,
+    lifecycle_burst_limit=1, owner_time_budget_ms=5)
+
+
+def run(script: Callable[[QueueCore], None]) -> tuple[QueueCore, list[TraceEvent]]:
+    rec = TraceRecorder()
+    core = QueueCore(QueueConfig(POLICY, observer=rec), "q")
+    script(core)
+    return core, rec.events
+
+
+def busy_queue(core: QueueCore) -> None:
+    """Every lane, a rejection, a yield and its resume, a failure, a slice that ends on
+    its budget and reschedules, close, and a safe disposal with a zombie that ends."""
+    a, b, c, d = WorkRecord(), WorkRecord(), WorkRecord(), WorkRecord()
+    core.admit(a, APPLICATION_LANE, 1)
+    core.admit(b, LIFECYCLE_LANE)
+    core.admit(c)
+    core.admit(d, barrier=True)
+    with pytest.raises(ZLinkRejectedError):
+        core.admit(WorkRecord())  # the application lane is full (3)
+    core.enter_drain(0)
+    assert core.take_next(0) is d
+    core.finish(d)
+    assert core.take_next(0) is b  # lifecycle first, streak 1
+    core.finish(b)
+    assert core.take_next(0) is a  # the burst limit (1) is reached
+    core.yield_turn(a)
+    assert core.take_next(0) is c
+    core.finish(c, FAILED)
+    core.exit_drain(0)
+    core.requeue(a)
+    core.enter_drain(1)
+    assert core.take_next(1) is a  # the resume
+    e, f = WorkRecord(), WorkRecord()
+    core.admit(e)
+    core.admit(f)
+    core.finish(a)
+    core.end_slice(6)  # the budget (5) is used, work is ready
+    core.enter_drain(6)
+    assert core.take_next(6) is e
+    core.finish(e)
+    assert core.take_next(6) is f
+    core.yield_turn(f)
+    core.exit_drain(6)
+    core.close()
+    core.dispose_safely()  # f is a zombie
+    core.requeue(f)
+    core.enter_drain(7)
+    assert core.take_next(7) is f
+    core.finish(f)
+    core.exit_drain(7)
+
+
+def disposed_queue(core: QueueCore) -> None:
+    """A dispose while one work runs and one never started."""
+    a, b = WorkRecord(), WorkRecord()
+    core.admit(a)
+    core.admit(b)
+    core.enter_drain(0)
+    core.take_next(0)
+    core.dispose()  # b never started: cancelled now
+    core.finish(a, 2)
+    core.exit_drain(0)
+
+
+# --------------------------------------------------------------- editing traces
+def index(events: list[TraceEvent], event: str, nth: int = 0, **fields: Any) -> int:
+    hits = [i for i, e in enumerate(events) if e.event == event
+            and all(e.fields.get(k) == v for k, v in fields.items())]
+    return hits[nth]
+
+
+def edit(events: list[TraceEvent], i: int, **fields: Any) -> list[TraceEvent]:
+    out = list(events)
+    out[i] = dataclasses.replace(out[i], fields={**out[i].fields, **fields})
+    return out
+
+
+def drop(events: list[TraceEvent], *idx: int) -> list[TraceEvent]:
+    return [e for i, e in enumerate(events) if i not in idx]
+
+
+def insert(events: list[TraceEvent], i: int, event: str, **fields: Any) -> list[TraceEvent]:
+    return [*events[:i], TraceEvent(-1, "q", event, fields), *events[i:]]
+
+
+BUSY = run(busy_queue)
+DISPOSED = run(disposed_queue)
+
+
+def test_the_correct_runs_replay_and_keep_every_invariant() -> None:
+    for core, events in (BUSY, DISPOSED):
+        assert replay(events, POLICY).ok
+        assert check_trace(events, POLICY).ok, check_trace(events, POLICY).lines()
+        assert inv.check_queue(core, events, policy=POLICY) == []
+        for name in inv.INVARIANTS:
+            pred = getattr(inv, name)
+            if "spot" not in inv.INVARIANTS[name].over:
+                assert pred(core, events, policy=POLICY), name
+
+
+# ------------------------------------------------------------- trace breakages
+def broken_traces() -> list[tuple[str, list[TraceEvent]]]:
+    _, ev = BUSY
+    _, dis = DISPOSED
+    return [
+        # a submission while draining posts a second drain
+        ("NoDoubleDrain", edit(ev, index(ev, "admit", work=5), wake=True)),
+        # the drain entered twice
+        ("NoDoubleDrain", insert(ev, index(ev, "enter_drain") + 1, "enter_drain", now=0)),
+        # the second application item served before the first
+        ("FifoWithinLane", edit(edit(ev, index(ev, "take_next", work=0), pos=2, work=2),
+                                index(ev, "take_next", work=2), pos=0, work=0)),
+        ("LifecycleBurstBounded", edit(ev, index(ev, "take_next", work=1), streak=2)),
+        # the yielded work finishes without queueing a resume permit or taking a turn
+        ("NoResumeWithoutRequeue", drop(ev, index(ev, "requeue", work=0),
+                                        index(ev, "enter_drain", now=1),
+                                        index(ev, "take_next", work=0, resume=True))),
+        # a take while another work holds the turn
+        ("NoResumeWithoutRequeue", drop(ev, index(ev, "finish", work=3))),
+        ("NoLostWakeup", edit(ev, index(ev, "end_slice"), reschedule=False)),
+        # an admission the count limit should have refused
+        ("CapacityRespected", insert(ev, index(ev, "reject"), "admit", work=99, pos=4,
+                                     lane="application", barrier=False, bytes=1,
+                                     wake=False)),
+        ("SliceBounded", edit(ev, index(ev, "take_next", work=5), now=11)),
+        ("NoWorkAcceptedAfterClose", insert(ev, index(ev, "close") + 1, "admit", work=50,
+                                            pos=50, lane="lifecycle", barrier=False,
+                                            bytes=1, wake=False)),
+        ("ZombiesCounted", edit(ev, index(ev, "dispose_safely"), zombies=0)),
+        ("EveryAcceptedWorkEndsOnce", insert(ev, index(ev, "finish", work=3) + 1, "finish",
+                                             work=3, outcome="completed")),
+        # the never-started work runs after dispose instead of being cancelled
+        ("CancellationOnOwnTurn", insert(drop(dis, index(dis, "cancel")),
+                                         index(dis, "finish"), "take_next", work=1, pos=1,
+                                         source="application", resume=False, streak=0,
+                                         now=0)),
+        # a started (suspended) work ended by cancel, off its turn
+        ("CancellationOnOwnTurn", insert(ev, index(ev, "yield_turn", work=6) + 1, "cancel",
+                                         work=6, phase="suspended")),
+        ("WellFormedTrace", insert(ev, 3, "teleport")),
+        ("WellFormedTrace", edit(ev, index(ev, "finish", work=3), outcome="vanished")),
+    ]
+
+
+@pytest.mark.parametrize(("name", "events"), broken_traces(),
+                         ids=[f"{n}-{i}" for i, (n, _) in enumerate(broken_traces())])
+def test_each_invariant_catches_a_broken_trace(name: str, events: list[TraceEvent]) -> None:
+    pred = getattr(inv, name)
+    assert not pred(trace=events, policy=POLICY)
+    assert name in {v.invariant for v in check_trace(events, POLICY).violations}
+
+
+# -------------------------------------------------------------- core breakages
+def corrupt(field: str) -> Callable[[QueueCore], None]:
+    def apply(core: QueueCore) -> None:
+        if field == "double_drain":
+            core.drain_scheduled = core.draining = True
+        elif field == "fifo":
+            assert core.app is not None
+            core.app.rotate(1)
+        elif field == "streak":
+            core.streak = core.config.burst_limit + 1
+        elif field == "phase":
+            next(iter(core.suspended_records())).phase = 1  # RUNNING, off the turn
+        elif field == "wakeup":
+            core.drain_scheduled = core.draining = False
+        elif field == "capacity":
+            core._place(WorkRecord(), APPLICATION_LANE, 1, False, False)
+        elif field == "bytes":
+            core.app_bytes += 1
+        elif field == "active":
+            core.zombies += 1
+        elif field == "zombie_flag":
+            next(iter(core.suspended_records())).zombie = True
+    return apply
+
+
+def waiting_queue(core: QueueCore) -> None:
+    """Two application works and one suspended, a drain scheduled: room to corrupt."""
+    a, b, c = WorkRecord(), WorkRecord(), WorkRecord()
+    core.admit(a)
+    core.enter_drain(0)
+    core.take_next(0)
+    core.yield_turn(a)
+    core.exit_drain(0)
+    core.admit(b)
+    core.admit(c)
+
+
+@pytest.mark.parametrize(("name", "field"), [
+    ("NoDoubleDrain", "double_drain"),
+    ("FifoWithinLane", "fifo"),
+    ("LifecycleBurstBounded", "streak"),
+    ("NoResumeWithoutRequeue", "phase"),
+    ("NoLostWakeup", "wakeup"),
+    ("CapacityRespected", "capacity"),
+    ("ReservationsBalanced", "bytes"),
+    ("AwaitCompletionIgnoresZombies", "active"),
+    ("ZombiesCounted", "zombie_flag"),
+])
+def test_each_invariant_catches_a_broken_core(name: str, field: str) -> None:
+    core, events = run(waiting_queue)
+    pred = getattr(inv, name)
+    assert pred(core) and pred(core, events)
+    corrupt(field)(core)
+    assert not pred(core)
+
+
+def _dropped(core: QueueCore) -> None:
+    """The core dropped a waiting work without an ending event."""
+    assert core.app is not None
+    core.app.pop()
+
+
+def _unexplained_zombie(core: QueueCore) -> None:
+    """The core holds a zombie the trace never made."""
+    next(iter(core.suspended_records())).zombie = True
+    core.zombies = 1
+
+
+def _other_reservation(core: QueueCore) -> None:
+    """A work's reservation differs from what its admission reported."""
+    assert core.app is not None
+    core.app[0].nbytes = 5
+
+
+@pytest.mark.parametrize(("name", "damage"), [
+    ("EveryAcceptedWorkEndsOnce", _dropped),
+    ("ZombiesCounted", _unexplained_zombie),
+    ("ReservationsBalanced", _other_reservation),
+])
+def test_core_and_trace_must_agree(name: str, damage: Callable[[QueueCore], None]) -> None:
+    core, events = run(waiting_queue)
+    assert getattr(inv, name)(core, events)
+    damage(core)
+    assert not getattr(inv, name)(core, events)
+
+
+# ------------------------------------------------------------------- SpotWide
+def spot_wide(payload: int = 2) -> inv.SpotWideView:
+    """A Spot queue holding one execution turn of actor A (running) and one own work,
+    actor A's queue holding the record whose turn it is (its claim) and one waiting."""
+    spot = QueueCore(QueueConfig(POLICY), "spot")
+    actor = QueueCore(QueueConfig(POLICY), "spot/actor:A")
+    rec, nxt, turn, own = WorkRecord(), WorkRecord(), WorkRecord(), WorkRecord()
+    actor.admit(rec, APPLICATION_LANE, payload)
+    actor.admit(nxt, APPLICATION_LANE, payload)
+    actor.enter_drain(0)
+    actor.take_next(0)  # the claim
+    spot.transfer(turn)
+    spot.admit(own)
+    spot.enter_drain(0)
+    spot.take_next(0)
+    return inv.SpotWideView(spot, {"A": actor}, {turn.wid: "A"},
+                            lambda a, r: payload + POLICY.fixed_work_byte_cost)
+
+
+def test_spot_wide_invariants_hold_on_a_correct_spot() -> None:
+    assert inv.check_spot_wide(spot_wide()) == []
+
+
+def _claim_released(v: inv.SpotWideView) -> None:
+    actor = v.actors["A"]
+    assert actor.current is not None
+    actor.finish(actor.current)  # the claim ends while the turn still runs
+
+
+def _gate_skipped(v: inv.SpotWideView) -> None:
+    actor = v.actors["A"]
+    actor.finish(actor.current)  # type: ignore[arg-type]
+    v.spot.finish(v.spot.current)  # type: ignore[arg-type]
+    actor.take_next(0)  # the next record runs on the Actor queue, no turn placed
+
+
+def _payload_twice(v: inv.SpotWideView) -> None:
+    turn = next(r for r in v.spot.live_records() if r.wid in v.turn_of)
+    turn.nbytes += 2
+    v.spot.app_bytes += 2
+
+
+@pytest.mark.parametrize(("name", "damage"), [
+    ("YieldedActorKeepsClaim", _claim_released),
+    ("OneTurnHoldsSpotGate", _gate_skipped),
+    ("SpotQueueReservesFixedCostOnly", _payload_twice),
+    ("PayloadReservedOnce", _payload_twice),
+])
+def test_each_spot_wide_invariant_catches_a_broken_spot(
+        name: str, damage: Callable[[inv.SpotWideView], None]) -> None:
+    view = spot_wide()
+    assert getattr(inv, name)(view)
+    damage(view)
+    assert not getattr(inv, name)(view)
+
+
+def test_payload_reserved_once_sees_a_payload_never_reserved() -> None:
+    view = spot_wide(payload=2)
+    # the caller submitted 3 bytes per record; the Actor queue reserved 2
+    short = dataclasses.replace(view, reservation=lambda a, r: 3 + 1)
+    assert not inv.PayloadReservedOnce(short)
+
+
+def test_every_invariant_is_registered_with_its_rules_and_model() -> None:
+    for name, info in inv.INVARIANTS.items():
+        assert callable(getattr(inv, name)), name
+        assert info.rules and info.model and info.holds_when
+        doc = getattr(inv, name).__doc__ or ""
+        assert info.rules.split(",")[0] in doc or name == "WellFormedTrace", name
+        if info.model != "-":
+            assert info.model in doc, f"{name}'s docstring must name {info.model}"

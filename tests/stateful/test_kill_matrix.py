@@ -1,0 +1,174 @@
+"""The kill matrix: every catalogued mutant (tests/mutants.py) is caught by at least one
+state machine.
+
+Each mutant is switched on in a fresh pytest process (``ZLINK_MUTANT``) that runs the four
+machines in the ``ci`` profile and, where the unit suites have a test written for the rule
+the mutant breaks, that test. A layer kills a mutant when its test fails. The matrix is
+printed (run with ``-s``; docs/properties.md records one run).
+
+Each mutant must be killed by the machine written for the layer it breaks (``OWNERS``):
+those kills come within the first few dozen examples of a ci run. Other cells of the
+matrix are kills a machine makes along the way; a change of a machine's code changes its
+derandomized examples and may move them, so they are printed, not required.
+
+By default only the owners and the unit test run under each mutant (about a minute in
+all); ``ZLINK_KILL_MATRIX=full`` runs every machine under every mutant (about ten
+minutes), which is how the table in docs/properties.md is made.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+import mutants
+from test_mutants_coordinators import DISPOSAL_KILLER
+from test_mutants_coordinators import KILLER as COORDINATOR_KILLER
+from test_mutants_unit import KILLER as QUEUE_KILLER
+
+ROOT = Path(__file__).resolve().parents[2]
+DOC = ROOT / "docs" / "properties.md"
+
+MACHINES = {
+    "core": "tests/stateful/test_core_machine.py",
+    "runtime": "tests/stateful/test_runtime_machine.py",
+    "coordinator": "tests/stateful/test_coordinator_machine.py",
+    "disposal": "tests/stateful/test_disposal_machine.py",
+}
+LAYERS = [*MACHINES, "unit"]
+
+# mutant -> (unit test file, test name) written for the rule it breaks
+UNIT_TESTS: dict[str, tuple[str, str]] = {
+    **{m: ("tests/coordinators/test_se10.py", t) for m, t in COORDINATOR_KILLER.items()},
+    **{m: ("tests/coordinators/test_disposal.py", t) for m, t in DISPOSAL_KILLER.items()},
+    **{m: ("tests/core tests/shell", t) for m, t in QUEUE_KILLER.items()},
+    # the invariants' own mutants, and the unit tests written for their rules
+    "end_slice_drops_wakeup": ("tests/shell/test_queue.py",
+                               "test_SE_6_4_slice_ends_when_the_time_budget_is_used"),
+    "closed_queue_admits": ("tests/shell/test_queue.py",
+                            "test_SE_6_2_close_rejects_new_work_and_finishes_accepted_work"),
+    "dispose_safely_keeps_waiters": (
+        "tests/coordinators/test_disposal.py",
+        "test_SD_3_await_completion_returns_once_dispose_safely_leaves_only_zombies"),
+}
+
+
+# mutant -> the machines that must kill it: those of the layer it breaks
+OWNERS: dict[str, tuple[str, ...]] = {
+    "drain_without_flag_check": ("core", "runtime"),
+    "lifecycle_ignores_burst": ("core", "runtime"),
+    "close_drops_accepted": ("core", "runtime"),
+    "capacity_off_by_one": ("core", "runtime"),
+    "fifo_swap": ("core", "runtime"),
+    "time_budget_ignored": ("core", "runtime"),
+    "end_slice_drops_wakeup": ("core", "runtime"),
+    "closed_queue_admits": ("core", "runtime"),
+    "resume_skips_requeue": ("runtime",),
+    "admission_split": ("runtime",),
+    "spotwide_releases_claim_on_yield": ("coordinator",),
+    "payload_reserved_twice": ("coordinator",),
+    "per_actor_shares_spot_queue": ("coordinator",),
+    "spot_wide_skips_spot_gate": ("coordinator",),
+    "timers_share_one_queue": ("coordinator",),
+    "actors_share_one_mailbox": ("coordinator",),
+    "actor_queue_ignores_payload": ("coordinator",),
+    "snapshot_reads_live_state": ("coordinator",),
+    "reentrancy_check_off": ("coordinator",),
+    "queue_exposed": ("coordinator",),
+    "dispose_safely_counts_zombies": ("core", "disposal"),
+    "dispose_runs_never_started": ("core", "disposal"),
+    "cancel_off_turn": ("disposal",),
+    "dispose_safely_keeps_waiters": ("disposal",),
+}
+
+
+FULL = os.environ.get("ZLINK_KILL_MATRIX") == "full"
+
+
+def kills(mutant: str) -> dict[str, bool | None]:
+    """Run the layers against one mutant (every machine with ``FULL``, else its owners
+    and its unit test); which layers fail (kill it), None for a layer not run."""
+    run = list(MACHINES) if FULL else list(OWNERS[mutant])
+    paths = [MACHINES[layer] for layer in run]
+    select = "runTest"
+    unit = UNIT_TESTS.get(mutant)
+    if unit is not None:
+        paths += unit[0].split()
+        select += f" or {unit[1]}"
+    env = dict(os.environ, ZLINK_MUTANT=mutant, ZLINK_HYPOTHESIS_PROFILE="ci",
+               ZLINK_TEST_TIMEOUT="5")
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", *paths, "-k", select, "-q", "-rf", "--tb=no",
+         "-p", "no:cacheprovider", "-o", "timeout=240"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=900,
+    )
+    failed = re.findall(r"^FAILED (\S+)", proc.stdout, re.M)
+    passed_or_failed = re.search(r"\d+ (passed|failed)", proc.stdout)
+    if passed_or_failed is None:
+        raise AssertionError(f"{mutant}: the run did not complete:\n{proc.stdout[-3000:]}"
+                             f"\n{proc.stderr[-3000:]}")
+    out: dict[str, bool | None] = {
+        layer: any(path in f for f in failed) if layer in run else None
+        for layer, path in MACHINES.items()}
+    out["unit"] = unit is not None and any(unit[1] in f for f in failed)
+    return out
+
+
+def _cell(value: bool | None) -> str:
+    return "x" if value else ("-" if value is not None else " ")
+
+
+def render(matrix: dict[str, dict[str, bool | None]]) -> str:
+    """The matrix as the Markdown table docs/properties.md records."""
+    lines = ["| mutant | rule | " + " | ".join(LAYERS) + " |",
+             "|---|---|" + "---|" * len(LAYERS)]
+    for name in sorted(matrix):
+        row = matrix[name]
+        unit = "x" if row["unit"] else ("-" if name in UNIT_TESTS else "n/a")
+        cells = [_cell(row[layer]) for layer in MACHINES] + [unit]
+        lines.append(f"| `{name}` | {mutants.CATALOGUE[name].rule} | " +
+                     " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def recorded() -> dict[str, dict[str, bool]]:
+    """The matrix recorded in docs/properties.md (between the kill-matrix markers)."""
+    text = DOC.read_text(encoding="utf-8")
+    found = re.search(r"<!-- kill-matrix -->\n(.*?)\n<!-- /kill-matrix -->", text, re.S)
+    assert found, "docs/properties.md lost its kill-matrix markers"
+    rows = {}
+    for line in found.group(1).strip().splitlines()[2:]:
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        rows[cells[0].strip("`")] = {layer: cells[2 + i] == "x"
+                                     for i, layer in enumerate(LAYERS)}
+    return rows
+
+
+def test_every_mutant_has_owners_and_a_recorded_row() -> None:
+    """The catalogue, the owners and the recorded matrix name the same mutants, and the
+    recorded matrix shows each owner's kill."""
+    assert sorted(OWNERS) == sorted(mutants.CATALOGUE)
+    rows = recorded()
+    assert sorted(rows) == sorted(mutants.CATALOGUE)
+    for name, owners in OWNERS.items():
+        assert all(rows[name][m] for m in owners), f"docs/properties.md: {name} row"
+
+
+@pytest.mark.slow
+def test_every_mutant_is_killed_by_a_machine() -> None:
+    names = sorted(mutants.CATALOGUE)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        results = dict(zip(names, pool.map(kills, names), strict=True))
+    print("\nkill matrix (x: the layer fails under the mutant; n/a: no unit test mapped;"
+          " blank: not run, see ZLINK_KILL_MATRIX=full)")
+    print(render(results))
+    survivors = [m for m, row in results.items() if not any(row[k] for k in MACHINES)]
+    assert not survivors, f"mutants no machine catches: {survivors}"
+    missed = [(m, o) for m, owners in OWNERS.items() for o in owners if not results[m][o]]
+    assert not missed, f"mutants their own machine no longer catches: {missed}"

@@ -1,0 +1,406 @@
+"""The runtime machine: Hypothesis drives the asyncio ``ZLinkSerialExecutionQueue``.
+
+Rules submit works of every kind (synchronous, async, yielding on an external call,
+raising, long-running on the virtual clock, holding the turn behind a gate, submitting
+more work from inside their turn), from the loop thread and from other threads; answer
+or fail external calls; open gates; move the virtual clock; close; and settle (answer
+everything and let it finish). Each rule ends with the loop turning until idle.
+
+After every rule:
+
+* the trace recorded so far satisfies every queue invariant (over the trace, with the
+  policy's limits and time budget) and the queue's core satisfies them too, in
+  agreement with the trace (``zlink_reference.invariants``);
+* the trace replays through a fresh pure core, event by event (model agreement: the
+  running code did only what the model allows, ``zlink_reference.replay``);
+* what the application sees agrees: one work runs at a time, a resumed work runs on its
+  own turn, every handle settles once with the outcome the trace reports, every failure
+  reaches the error hook once, the loop logged no error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import threading
+import time
+from typing import Any
+
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+
+from zlink_reference import (
+    ZLinkExecutionLanePolicy,
+    ZLinkRejectedError,
+    ZLinkSerialExecutionQueue,
+    ZLinkWorkHandle,
+    current_work,
+    yield_framework_call,
+)
+from zlink_reference._core.rules import admission_verdict
+from zlink_reference.invariants import QueueChecker, Violation
+from zlink_reference.replay import QueueReplayer
+from zlink_reference.testing import TraceRecorder, VirtualClock
+
+from machinery import LoopDriver, fail_on, machine_settings, small_policies, stats
+
+KINDS = ("sync", "raise", "long", "spawn", "async", "gated", "yield", "yield_ready")
+HOW = ("enqueue", "payload", "lifecycle", "barrier")
+
+
+BATCHES = st.lists(st.tuples(st.sampled_from(KINDS), st.sampled_from(HOW),
+                             st.sampled_from([0, 0, 1, 3]), st.integers(1, 5),
+                             st.integers(1, 2), st.sampled_from(HOW)), min_size=1, max_size=4)
+
+
+class WorkFailedError(Exception):
+    """What a "raise" work raises."""
+
+
+@dataclasses.dataclass(eq=False)
+class Job:
+    """One submission, as the application sees it."""
+
+    index: int
+    kind: str
+    handle: ZLinkWorkHandle[Any] | None = None
+    gate: asyncio.Future[None] | None = None
+    started: bool = False
+    settled: int = 0  # done-callback calls
+    reported: int = 0  # error-hook calls
+
+
+class Application:
+    """The works the machine submits, and what they observe while they run."""
+
+    def __init__(self, queue: ZLinkSerialExecutionQueue, clock: VirtualClock,
+                 loop: asyncio.AbstractEventLoop) -> None:
+        self.queue = queue
+        self.clock = clock
+        self.loop = loop
+        self.jobs: list[Job] = []
+        self.externals: list[asyncio.Future[int]] = []
+        self.broken: list[str] = []  # what the application saw go wrong
+        self.running: Job | None = None  # the job whose code runs now
+
+    # what a work sees
+    def _enter(self, job: Job, where: str) -> None:
+        if self.running is not None and self.running is not job:
+            self.broken.append(f"work {job.index} runs ({where}) while work "
+                               f"{self.running.index} runs: two at once")
+        holder = current_work()
+        # (a submission from another thread learns its handle a moment after the loop
+        # may have started the work)
+        if holder is None or (job.handle is not None and holder is not job.handle):
+            self.broken.append(f"work {job.index} runs ({where}) without holding its turn")
+        self.running = job
+
+    def _leave(self, job: Job) -> None:
+        if self.running is job:
+            self.running = None
+
+    def work(self, job: Job, ms: int, yields: int, child: str) -> Any:
+        kind = job.kind
+        if kind in ("sync", "raise", "long", "spawn"):
+            def run() -> int:
+                job.started = True
+                self._enter(job, "start")
+                try:
+                    if kind == "raise":
+                        raise WorkFailedError(job.index)
+                    if kind == "long":
+                        self.clock.advance(ms)
+                    if kind == "spawn":
+                        self.submit(self.new_job("sync"), child, 0, 0, 0, "")
+                    return job.index
+                finally:
+                    self._leave(job)
+            return run
+
+        async def run_async() -> int:
+            job.started = True
+            self._enter(job, "start")
+            try:
+                if kind == "async":
+                    await asyncio.sleep(0)
+                elif kind == "gated":
+                    assert job.gate is not None
+                    await job.gate
+                elif kind == "yield_ready":
+                    done: asyncio.Future[int] = self.loop.create_future()
+                    done.set_result(1)
+                    await yield_framework_call(done)  # done already: no yield
+                else:
+                    for _ in range(yields):
+                        ext: asyncio.Future[int] = self.loop.create_future()
+                        self.externals.append(ext)
+                        self._leave(job)
+                        try:
+                            await yield_framework_call(ext)
+                        finally:
+                            self._enter(job, "resume")
+                self._enter(job, "end")
+                return job.index
+            finally:
+                self._leave(job)
+        return run_async
+
+    def new_job(self, kind: str) -> Job:
+        job = Job(len(self.jobs), kind)
+        if kind == "gated":
+            job.gate = self.loop.create_future()
+        self.jobs.append(job)
+        return job
+
+    def submit(self, job: Job, how: str, payload: int, ms: int, yields: int, child: str
+               ) -> ZLinkRejectedError | None:
+        """Submit one job the way ``how`` says; return the rejection, if any."""
+        q = self.queue
+        work = self.work(job, ms, yields, child)
+        try:
+            if how == "payload":
+                handle = q.enqueue_with_payload_bytes(work, payload)
+            elif how == "lifecycle":
+                handle = q.enqueue_lifecycle(work)
+            elif how == "barrier":
+                handle = q.enqueue_barrier_next(work)
+            else:
+                handle = q.enqueue(work)
+        except ZLinkRejectedError as exc:
+            return exc
+        job.handle = handle
+
+        def settled(h: ZLinkWorkHandle[Any]) -> None:
+            job.settled += 1
+
+        handle.add_done_callback(settled)
+        return None
+
+    def report(self, exc: BaseException, handle: ZLinkWorkHandle[Any]) -> None:
+        for job in self.jobs:
+            if job.handle is handle:
+                job.reported += 1
+                return
+        self.broken.append(f"the error hook got {exc!r} for an unknown handle")
+
+
+class RuntimeMachine(RuleBasedStateMachine):
+    """One queue of the asyncio runtime, on a virtual clock, checked against the model."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        stats("runtime").started()
+        self.driver = LoopDriver()
+        self.ready = False
+
+    @initialize(policy=small_policies(max_cap=4), first=BATCHES)
+    def setup(self, policy: ZLinkExecutionLanePolicy,
+              first: list[tuple[str, str, int, int, int, str]]) -> None:
+        """The queue, and the first works submitted to it."""
+        self.policy = policy
+        self.clock = VirtualClock()
+        self.trace = TraceRecorder()
+        self.app: Application
+        queue = ZLinkSerialExecutionQueue(
+            policy, name="q", clock=self.clock, loop=self.driver.loop, observer=self.trace,
+            error_hook=self._report)
+        self.app = Application(queue, self.clock, self.driver.loop)
+        self.queue = queue
+        self.checker = QueueChecker("q", policy)
+        self.replayer = QueueReplayer("q", policy)
+        self.fed = 0
+        self.ready = True
+        self.submit(first)
+
+    def _report(self, exc: BaseException, handle: ZLinkWorkHandle[Any]) -> None:
+        self.app.report(exc, handle)
+
+    @property
+    def core(self) -> Any:
+        return self.queue._core
+
+    def _verdict(self, how: str, payload: int) -> Any:
+        core = self.core
+        policy = self.policy
+        life = how == "lifecycle"
+        count, used = core.reserved_of(1 if life else 0)
+        nbytes = (payload if how == "payload" else 0) + policy.fixed_work_byte_cost
+        return admission_verdict(
+            core.closed, life, count, used, nbytes,
+            policy.lifecycle_message_capacity if life else policy.application_message_capacity,
+            policy.lifecycle_byte_capacity if life else policy.application_byte_capacity)
+
+    # ---------------------------------------------------------------- rules
+    @precondition(lambda self: self.ready and len(self.app.jobs) < 60)
+    @rule(batch=BATCHES)
+    def submit(self, batch: list[tuple[str, str, int, int, int, str]]) -> None:
+        """Admit or Reject one to four works, back to back (they arrive together, before
+        the posted drain runs), each of its kind, through its entry."""
+        for kind, how, payload, ms, yields, child in batch:
+            expected = self._verdict(how, payload)
+            job = self.app.new_job(kind)
+            rejected = self.app.submit(job, how, payload, ms, yields, child)
+            if expected is None:
+                assert rejected is None, f"{how}: rejected ({rejected}) although the rule " \
+                    "admits"
+            else:
+                assert rejected is not None and rejected.reason is expected, (
+                    f"{how}: {'admitted' if rejected is None else rejected.reason} although "
+                    f"the rule says {expected}")
+        self.driver.idle()
+
+    def _pending_externals(self) -> list[asyncio.Future[int]]:
+        return [f for f in self.app.externals if not f.done()]
+
+    @precondition(lambda self: self.ready and bool(self._pending_externals()))
+    @rule(data=st.data(), fail=st.booleans())
+    def complete_external(self, data: st.DataObject, fail: bool) -> None:
+        """CallReturns: an external call a suspended work waits on answers or fails."""
+        fut = data.draw(st.sampled_from(self._pending_externals()), label="call")
+        if fail:
+            fut.set_exception(WorkFailedError("external call failed"))
+        else:
+            fut.set_result(7)
+        self.driver.idle()
+
+    def _closed_gates(self) -> list[Job]:
+        return [j for j in self.app.jobs
+                if j.gate is not None and not j.gate.done() and j.handle is not None]
+
+    @precondition(lambda self: self.ready and bool(self._closed_gates()))
+    @rule(data=st.data())
+    def open_gate(self, data: st.DataObject) -> None:
+        """A work that holds its turn on an await (not a framework call) goes on."""
+        job = data.draw(st.sampled_from(self._closed_gates()), label="gate")
+        assert job.gate is not None
+        job.gate.set_result(None)
+        self.driver.idle()
+
+    @precondition(lambda self: self.ready)
+    @rule(ms=st.integers(1, 5))
+    def advance_clock(self, ms: int) -> None:
+        """Time passes (the virtual clock)."""
+        self.driver.call(lambda: self.clock.advance(ms))
+
+    @precondition(lambda self: self.ready and not self.queue.closed and len(self.app.jobs) > 2)
+    @rule()
+    def close(self) -> None:
+        """Close: no new work; accepted work still finishes (SE-6.2)."""
+        self.queue.close()
+        self.driver.idle()
+
+    @precondition(lambda self: self.ready)
+    @rule(n=st.integers(2, 3), lifecycle=st.booleans())
+    def submit_from_threads(self, n: int, lifecycle: bool) -> None:
+        """Several threads submit at once while the loop is busy elsewhere; each waits
+        for the loop thread's verdict, which must be atomic (SE-6.3, D-7)."""
+        app = self.app
+        jobs = [app.new_job("sync") for _ in range(n)]
+        loop = self.driver.loop
+        ready_before = len(getattr(loop, "_ready", ()))
+        results: list[Any] = [None] * n
+
+        def submit(i: int) -> None:
+            results[i] = app.submit(jobs[i], "lifecycle" if lifecycle else "enqueue", 0, 0,
+                                    0, "")
+
+        threads = [threading.Thread(target=submit, args=(i,)) for i in range(n)]
+        for t in threads:
+            t.start()
+        # Wait until every thread has handed its submission to the loop (it then waits
+        # for the verdict): the loop has not run, so they all judged the same state
+        # if they judged anything off the loop.
+        deadline = time.monotonic() + 10
+        while len(getattr(loop, "_ready", ())) < ready_before + n:
+            assert time.monotonic() < deadline, "submissions from threads never arrived"
+            time.sleep(0.0002)
+        self.driver.idle()
+        for t in threads:
+            t.join(10)
+            assert not t.is_alive(), "a submitting thread never got its verdict"
+
+    @precondition(lambda self: self.ready)
+    @rule()
+    def settle(self) -> None:
+        """Answer every external call and open every gate until nothing waits; then every
+        accepted work has ended and the queue is quiescent (the models'
+        AcceptedWorkCompletes, bounded)."""
+        for _ in range(50):
+            pending = self._pending_externals()
+            gates = self._closed_gates()
+            if not pending and not gates:
+                break
+            for fut in pending:
+                fut.set_result(7)
+            for job in gates:
+                assert job.gate is not None
+                job.gate.set_result(None)
+            self.driver.idle()
+        self.check_everything()
+        unfinished = [j.index for j in self.app.jobs if j.handle and not j.handle.done()]
+        assert not unfinished, f"AcceptedWorkCompletes: works {unfinished} never ended"
+        core = self.core
+        assert core.is_idle() and not core.has_ready(), "the queue is not quiescent"
+        assert not core.draining and not core.drain_scheduled, "a drain outlived the work"
+
+    # ---------------------------------------------------------------- checks
+    def check_everything(self) -> None:
+        stats("runtime").steps += 1
+        found: list[Violation] = []
+        disagreements = []
+        for ev in self.trace.events[self.fed:]:
+            found += self.checker.feed(ev)
+            d = self.replayer.feed(ev)
+            if d is not None and d not in disagreements:
+                disagreements.append(d)
+        self.fed = len(self.trace.events)
+        found += self.checker.check(self.core)
+        fail_on(found, disagreements, "runtime")
+        assert not self.driver.errors, f"the loop logged errors: {self.driver.errors}"
+        assert not self.app.broken, "; ".join(self.app.broken)
+        image = self.checker.image
+        for job in self.app.jobs:
+            h = job.handle
+            if h is None:
+                continue
+            assert job.settled <= 1, f"work {job.index} settled {job.settled} times (D-11)"
+            w = image.works.get(h.wid)
+            assert w is not None, f"work {job.index} was accepted without an admit event"
+            ended = w.phase == "done"
+            if h.done() != ended:
+                raise AssertionError(
+                    f"EveryAcceptedWorkEndsOnce: work {job.index} (id {h.wid}) "
+                    f"{'settled' if h.done() else 'is pending'} but the trace has it {w.phase}")
+            if ended:
+                assert h.outcome() == w.outcome, (
+                    f"work {job.index} settled {h.outcome()}, the trace says {w.outcome}")
+                want = 1 if w.outcome == "failed" else 0
+                assert job.reported == want, (
+                    f"work {job.index} ({w.outcome}) reached the error hook {job.reported} "
+                    f"time(s)")
+
+    @invariant()
+    def every_invariant_holds(self) -> None:
+        """Trace invariants, core invariants, agreement, model replay, and what the
+        application saw."""
+        if self.ready:
+            self.check_everything()
+
+    def _release(self) -> bool:
+        """Answer every pending external call and open every gate; False if none."""
+        pending = self._pending_externals()
+        gates = self._closed_gates()
+        for fut in pending:
+            fut.set_result(7)
+        for job in gates:
+            assert job.gate is not None
+            job.gate.set_result(None)
+        return bool(pending or gates)
+
+    def teardown(self) -> None:
+        self.driver.close(self._release if self.ready else None)
+        stats("runtime").stopped()
+
+
+RuntimeMachine.TestCase.settings = machine_settings("runtime")
+TestRuntimeMachine = RuntimeMachine.TestCase
