@@ -3,7 +3,6 @@ of gap when one is planted in a copy of the checkout."""
 
 from __future__ import annotations
 
-import re
 import shutil
 import tomllib
 from pathlib import Path
@@ -11,7 +10,12 @@ from pathlib import Path
 import pytest
 
 from zlink_reference.invariants import INVARIANTS
-from zlink_reference.specindex import build_index, rule_ids_in_test_name
+from zlink_reference.specindex import (
+    build_index,
+    rule_ids_in_test_name,
+    rule_ids_of,
+    rules_mentioned,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -90,11 +94,16 @@ def test_SE_9_every_invariant_is_indexed_under_each_rule_it_names() -> None:
     rules.toml say the same thing: each invariant under every SE/SD rule it serves."""
     rows = tomllib.loads((ROOT / "specs" / "rules.toml").read_text(encoding="utf-8"))["rules"]
     indexed = {(name, rule) for rule, row in rows.items() for name in row.get("python", [])}
-    named = set()
-    for inv in INVARIANTS.values():
-        for part in (p.strip() for p in inv.rules.split(",")):
-            if m := re.fullmatch(r"SE-10 item (\d+)", part):
-                part = f"SE-10.{m.group(1)}"
-            if re.fullmatch(r"(SE|SD)-\d+(\.\d+)?", part):
-                named.add((inv.name, part))
+    named = {(inv.name, rule) for inv in INVARIANTS.values()
+             for rule in rule_ids_of(inv.rules) if not rule.startswith("D-")}
     assert indexed == named
+
+
+def test_failure_reports_are_mapped_to_rules() -> None:
+    """What `zlink verify` prints under a failing step: rules from test and case names,
+    written IDs and invariant names."""
+    text = ("FAILED tests/x.py::test_SE_6_3_admits - assert\n"
+            "FAIL required_SE_10_04_same_actor_keeps_order\n"
+            "Invariant NoDoubleDrain is violated. See SD-1 and D_11.")
+    assert rules_mentioned(text) == ["D-10", "D-11", "SD-1", "SE-6.3", "SE-6.5", "SE-10.4"]
+    assert rules_mentioned("NoDoubleDrainX, SE_6_3x, xSE-6.3") == []

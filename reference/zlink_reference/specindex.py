@@ -29,6 +29,7 @@ __all__ = [
     "SpecRule",
     "build_index",
     "rule_ids_in_test_name",
+    "rule_ids_of",
     "rules_mentioned",
 ]
 
@@ -122,7 +123,7 @@ def rule_ids_in_test_name(name: str) -> list[str]:
 
 
 # A rule ID as it appears in a test or case name (SE_10_04), or as written (SE-6.3).
-_MENTION = re.compile(r"(?<![A-Za-z0-9])(SE|SD|D)[-_](\d+)(?:[._](\d+))?(?![0-9])")
+_MENTION = re.compile(r"(?<![A-Za-z0-9])(SE|SD|D)[-_](\d+)(?:[._](\d+))?(?![0-9A-Za-z])(?![._]\d)")
 
 
 def rules_mentioned(text: str, invariants: dict[str, str] | None = None) -> list[str]:
@@ -143,13 +144,20 @@ def rules_mentioned(text: str, invariants: dict[str, str] | None = None) -> list
             invariants = {}
     for name, rules in invariants.items():
         if re.search(rf"\b{re.escape(name)}\b", text):
-            for part in rules.split(","):
-                part = part.strip()
-                item = re.fullmatch(r"SE-10 item (\d+)", part)
-                part = f"SE-10.{item.group(1)}" if item else part
-                if _MENTION.fullmatch(part):
-                    found.add(normalise(part))
+            found.update(rule_ids_of(rules))
     return sorted(found, key=_rule_sort_key)
+
+
+def rule_ids_of(rules: str) -> list[str]:
+    """The rule and decision IDs of an invariant's ``rules`` text (``"SE-6.1, SE-10 item
+    9, D-5"`` -> ``["SE-6.1", "SE-10.9", "D-5"]``); other references are dropped."""
+    out = []
+    for raw in rules.split(","):
+        item = re.fullmatch(r"SE-10 item (\d+)", raw.strip())
+        part = f"SE-10.{item.group(1)}" if item else raw.strip()
+        if _MENTION.fullmatch(part):
+            out.append(normalise(part))
+    return out
 
 
 def read_spec_rules(specs: Path) -> tuple[dict[str, SpecRule], set[str]]:

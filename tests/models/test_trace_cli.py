@@ -43,7 +43,7 @@ def policy_file(tmp_path: Path) -> Path:
 def _double_drain(log: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """A second enter_drain right after one: the drain entered while draining."""
     at = next(i for i, e in enumerate(log) if i > 50 and e["event"] == "enter_drain")
-    return log[: at + 1] + [dict(log[at])] + log[at + 1:]
+    return [*log[: at + 1], dict(log[at]), *log[at + 1:]]
 
 
 def test_SE_6_5_a_recorded_log_passes_the_python_model(

@@ -14,7 +14,7 @@ Steps (each a separate process, so one failing never hides another):
   lint         ruff on the whole tree
 
 `--fast` runs a quick subset of each step (short TLC runs, tests not marked slow, no
-self-test). A failing step prints the end of its output and the rules it is about.
+self-test, no mutants). A failing step prints the end of its output and the rules it is about.
 Exit status is 0 only when every selected step passed.
 """
 
@@ -75,8 +75,7 @@ def steps(deep: bool = False) -> list[Step]:
         Step("self-test", "conformance kit against every mutant",
              [*pytest, *_OWNED["self-test"]], []),
         Step("mutants", "mutants killed by unit tests and machines",
-             [*pytest, *_OWNED["mutants"], "tests/stateful/test_kill_matrix.py"],
-             [*pytest, "-m", "not slow", *_OWNED["mutants"]]),
+             [*pytest, *_OWNED["mutants"], "tests/stateful/test_kill_matrix.py"], []),
         Step("tests", "the rest of the pytest suite",
              [*pytest, *ignore, f"--deselect={_MODELS_TEST}"],
              [*pytest, "-m", "not slow", *ignore, f"--deselect={_MODELS_TEST}"]),
