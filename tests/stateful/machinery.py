@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
+from hypothesis.stateful import precondition, rule
 
 from zlink_reference import ZLinkExecutionLanePolicy
 from zlink_reference.invariants import Violation
@@ -194,3 +195,62 @@ class LoopDriver:
                 loop.run_until_complete(asyncio.sleep(0))
         finally:
             loop.close()
+
+
+class WorkFailedError(Exception):
+    """What a failing work, or a failing external call, raises."""
+
+
+class OutsideWorld:
+    """The rules the runtime, coordinator and disposal machines share: the world outside
+    the runtime, where an external call answers or fails (``CallReturns`` in the model),
+    a work holding its turn on a plain await goes on, and time passes. A machine mixes it
+    in and provides ``ready``, ``app`` (with ``externals`` and ``jobs``), ``driver`` and
+    ``clock``; Hypothesis finds these rules through the machine's class."""
+
+    ready: bool
+    app: Any
+    driver: Any
+    clock: Any
+
+    def _pending_externals(self) -> list[asyncio.Future[int]]:
+        return [f for f in self.app.externals if not f.done()]
+
+    @precondition(lambda self: self.ready and bool(self._pending_externals()))
+    @rule(data=st.data(), fail=st.booleans())
+    def complete_external(self, data: st.DataObject, fail: bool) -> None:
+        """CallReturns: an external call a suspended work waits on answers or fails."""
+        fut = data.draw(st.sampled_from(self._pending_externals()), label="call")
+        if fail:
+            fut.set_exception(WorkFailedError("external call failed"))
+        else:
+            fut.set_result(7)
+        self.driver.idle()
+
+    def _closed_gates(self) -> list[Any]:
+        return [j for j in self.app.jobs
+                if j.gate is not None and not j.gate.done() and j.handle is not None]
+
+    @precondition(lambda self: self.ready and bool(self._closed_gates()))
+    @rule(data=st.data())
+    def open_gate(self, data: st.DataObject) -> None:
+        """A work that holds its turn on an await (not a framework call) goes on."""
+        job = data.draw(st.sampled_from(self._closed_gates()), label="gate")
+        job.gate.set_result(None)
+        self.driver.idle()
+
+    @precondition(lambda self: self.ready)
+    @rule(ms=st.integers(1, 5))
+    def advance_clock(self, ms: int) -> None:
+        """Time passes (the virtual clock)."""
+        self.driver.call(lambda: self.clock.advance(ms))
+
+    def _release(self) -> bool:
+        """Answer every pending external call and open every gate; False if none."""
+        pending = self._pending_externals()
+        gates = self._closed_gates()
+        for fut in pending:
+            fut.set_result(7)
+        for job in gates:
+            job.gate.set_result(None)
+        return bool(pending or gates)

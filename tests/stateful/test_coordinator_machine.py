@@ -58,7 +58,15 @@ from zlink_reference.invariants import TraceChecker, Violation, check_spot_wide,
 from zlink_reference.replay import TraceReplayer
 from zlink_reference.testing import TraceRecorder, VirtualClock
 
-from machinery import LoopDriver, fail_on, machine_settings, small_policies, stats
+from machinery import (
+    LoopDriver,
+    OutsideWorld,
+    WorkFailedError,
+    fail_on,
+    machine_settings,
+    small_policies,
+    stats,
+)
 
 WIRINGS = ("per_actor", "spot_wide", "instance", "entry")
 ACTORS = ("A", "B")
@@ -71,10 +79,6 @@ BATCHES = st.lists(st.tuples(
                      "spot", "lifecycle"]),
     st.sampled_from(KINDS), st.sampled_from([0, 0, 1, 2, 3]), st.integers(1, 5)),
     min_size=1, max_size=4)
-
-
-class WorkFailedError(Exception):
-    """What a "raise" work raises."""
 
 
 @dataclasses.dataclass(eq=False)
@@ -228,7 +232,7 @@ class SpotApplication:
         self.failures += 1
 
 
-class CoordinatorMachine(RuleBasedStateMachine):
+class CoordinatorMachine(OutsideWorld, RuleBasedStateMachine):
     """One Spot coordinator, in one wiring, checked against the models."""
 
     def __init__(self) -> None:
@@ -343,39 +347,6 @@ class CoordinatorMachine(RuleBasedStateMachine):
         assert got == [(want, "admit" if admitted else "reject")], (
             f"OneQueuePerOwner: {entry} should {'admit' if admitted else 'reject'} on "
             f"{want}; the trace shows {got} (SE-2.2, SE-4)")
-
-    def _pending_externals(self) -> list[asyncio.Future[int]]:
-        return [f for f in self.app.externals if not f.done()]
-
-    @precondition(lambda self: self.ready and bool(self._pending_externals()))
-    @rule(data=st.data(), fail=st.booleans())
-    def complete_external(self, data: st.DataObject, fail: bool) -> None:
-        """An external call a yielded work waits on answers or fails."""
-        fut = data.draw(st.sampled_from(self._pending_externals()), label="call")
-        if fail:
-            fut.set_exception(WorkFailedError("external call failed"))
-        else:
-            fut.set_result(7)
-        self.driver.idle()
-
-    def _closed_gates(self) -> list[Job]:
-        return [j for j in self.app.jobs
-                if j.gate is not None and not j.gate.done() and j.handle is not None]
-
-    @precondition(lambda self: self.ready and bool(self._closed_gates()))
-    @rule(data=st.data())
-    def open_gate(self, data: st.DataObject) -> None:
-        """A work holding its turn on a plain await goes on."""
-        job = data.draw(st.sampled_from(self._closed_gates()), label="gate")
-        assert job.gate is not None
-        job.gate.set_result(None)
-        self.driver.idle()
-
-    @precondition(lambda self: self.ready)
-    @rule(ms=st.integers(1, 5))
-    def advance_clock(self, ms: int) -> None:
-        """Time passes."""
-        self.driver.call(lambda: self.clock.advance(ms))
 
     @precondition(lambda self: self.ready)
     @rule(actor=st.sampled_from(ACTORS), version=st.integers(1, 9))
@@ -498,17 +469,6 @@ class CoordinatorMachine(RuleBasedStateMachine):
         application saw."""
         if self.ready:
             self.check_everything()
-
-    def _release(self) -> bool:
-        """Answer every pending external call and open every gate; False if none."""
-        pending = self._pending_externals()
-        gates = self._closed_gates()
-        for fut in pending:
-            fut.set_result(7)
-        for job in gates:
-            assert job.gate is not None
-            job.gate.set_result(None)
-        return bool(pending or gates)
 
     def teardown(self) -> None:
         self.driver.close(self._release if self.ready else None)

@@ -42,7 +42,15 @@ from zlink_reference.invariants import QueueChecker, Violation
 from zlink_reference.replay import QueueReplayer
 from zlink_reference.testing import TraceRecorder, VirtualClock
 
-from machinery import LoopDriver, fail_on, machine_settings, small_policies, stats
+from machinery import (
+    LoopDriver,
+    OutsideWorld,
+    WorkFailedError,
+    fail_on,
+    machine_settings,
+    small_policies,
+    stats,
+)
 
 KINDS = ("sync", "raise", "long", "spawn", "async", "gated", "yield", "yield_ready")
 HOW = ("enqueue", "payload", "lifecycle", "barrier")
@@ -51,10 +59,6 @@ HOW = ("enqueue", "payload", "lifecycle", "barrier")
 BATCHES = st.lists(st.tuples(st.sampled_from(KINDS), st.sampled_from(HOW),
                              st.sampled_from([0, 0, 1, 3]), st.integers(1, 5),
                              st.integers(1, 2), st.sampled_from(HOW)), min_size=1, max_size=4)
-
-
-class WorkFailedError(Exception):
-    """What a "raise" work raises."""
 
 
 @dataclasses.dataclass(eq=False)
@@ -184,7 +188,7 @@ class Application:
         self.broken.append(f"the error hook got {exc!r} for an unknown handle")
 
 
-class RuntimeMachine(RuleBasedStateMachine):
+class RuntimeMachine(OutsideWorld, RuleBasedStateMachine):
     """One queue of the asyncio runtime, on a virtual clock, checked against the model."""
 
     def __init__(self) -> None:
@@ -248,39 +252,6 @@ class RuntimeMachine(RuleBasedStateMachine):
                     f"{how}: {'admitted' if rejected is None else rejected.reason} although "
                     f"the rule says {expected}")
         self.driver.idle()
-
-    def _pending_externals(self) -> list[asyncio.Future[int]]:
-        return [f for f in self.app.externals if not f.done()]
-
-    @precondition(lambda self: self.ready and bool(self._pending_externals()))
-    @rule(data=st.data(), fail=st.booleans())
-    def complete_external(self, data: st.DataObject, fail: bool) -> None:
-        """CallReturns: an external call a suspended work waits on answers or fails."""
-        fut = data.draw(st.sampled_from(self._pending_externals()), label="call")
-        if fail:
-            fut.set_exception(WorkFailedError("external call failed"))
-        else:
-            fut.set_result(7)
-        self.driver.idle()
-
-    def _closed_gates(self) -> list[Job]:
-        return [j for j in self.app.jobs
-                if j.gate is not None and not j.gate.done() and j.handle is not None]
-
-    @precondition(lambda self: self.ready and bool(self._closed_gates()))
-    @rule(data=st.data())
-    def open_gate(self, data: st.DataObject) -> None:
-        """A work that holds its turn on an await (not a framework call) goes on."""
-        job = data.draw(st.sampled_from(self._closed_gates()), label="gate")
-        assert job.gate is not None
-        job.gate.set_result(None)
-        self.driver.idle()
-
-    @precondition(lambda self: self.ready)
-    @rule(ms=st.integers(1, 5))
-    def advance_clock(self, ms: int) -> None:
-        """Time passes (the virtual clock)."""
-        self.driver.call(lambda: self.clock.advance(ms))
 
     @precondition(lambda self: self.ready and not self.queue.closed and len(self.app.jobs) > 2)
     @rule()
@@ -385,17 +356,6 @@ class RuntimeMachine(RuleBasedStateMachine):
         application saw."""
         if self.ready:
             self.check_everything()
-
-    def _release(self) -> bool:
-        """Answer every pending external call and open every gate; False if none."""
-        pending = self._pending_externals()
-        gates = self._closed_gates()
-        for fut in pending:
-            fut.set_result(7)
-        for job in gates:
-            assert job.gate is not None
-            job.gate.set_result(None)
-        return bool(pending or gates)
 
     def teardown(self) -> None:
         self.driver.close(self._release if self.ready else None)
