@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -12,7 +13,10 @@ from typing import Any
 
 import pytest
 
+from zlink_reference._core.queue import EVENTS
 from zlink_reference.cli.main import main
+from zlink_reference.replay import EVENT_RULES
+from zlink_reference.specindex import read_spec_rules
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -135,3 +139,18 @@ def test_bad_arguments_are_refused(
     assert main(["trace", "check", str(path), "--policy", str(bad_policy)]) == 2
     assert "application_message_capacity" in capsys.readouterr().err
     assert main(["trace", "check", str(path), "--units-per-ms", "0"]) == 2
+
+
+def test_every_event_reports_under_rules_the_specs_define() -> None:
+    """EVENT_RULES covers every event of the core, names only rules the specs define,
+    and specs/trace-format.md shows the same table."""
+    assert sorted(EVENT_RULES) == sorted(EVENTS)
+    rules, decisions = read_spec_rules(ROOT / "specs")
+    for event, ids in EVENT_RULES.items():
+        for rule in ids.split(", "):
+            assert rule in rules or rule in decisions, (event, rule)
+    text = (ROOT / "specs" / "trace-format.md").read_text().split("## Checking a log")[1]
+    documented = {ev: m.group(2).strip()
+                  for m in re.finditer(r"^\| (`[^|]+`) \| ([^|]+) \|$", text, re.M)
+                  for ev in re.findall(r"`(\w+)`", m.group(1))}
+    assert documented == dict(EVENT_RULES)
