@@ -59,3 +59,23 @@ def test_SE_6_6_design_diagrams_are_generated_from_the_core_tables() -> None:
     spec.loader.exec_module(module)
     text = (ROOT / "docs" / "design.md").read_text()
     assert module.refreshed(text) == text, "run: python docs/make_state_diagrams.py --write"
+
+
+def test_documented_commands_exist_and_links_resolve() -> None:
+    """Every `zlink X` the README and the docs name is a subcommand, the README lists the
+    steps `zlink verify` really runs, and every relative link of the docs resolves."""
+    from zlink_reference.cli.main import COMMANDS
+    from zlink_reference.cli.verify import steps
+
+    commands = {name for name, _, _ in COMMANDS}
+    docs = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    for doc in docs:
+        text = doc.read_text()
+        for name in re.findall(r"`(?:\./dev )?zlink ([a-z][a-z-]*)", text):
+            assert name in commands, f"{doc.name}: zlink {name} is no subcommand"
+        for target in re.findall(r"\]\(([^)#:]+\.md)\)", text):
+            assert (doc.parent / target).is_file(), f"{doc.name}: link to {target}"
+    readme = (ROOT / "README.md").read_text()
+    listed = re.search(r"every check \(([^)]*)\)", readme)
+    assert listed is not None
+    assert listed.group(1).split(", ") == [s.name for s in steps()]
