@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from zlink_reference.cli.main import main
 from zlink_reference.invariants import INVARIANTS
 from zlink_reference.specindex import (
     build_index,
@@ -107,3 +108,12 @@ def test_failure_reports_are_mapped_to_rules() -> None:
             "Invariant NoDoubleDrain is violated. See SD-1 and D_11.")
     assert rules_mentioned(text) == ["D-10", "D-11", "SD-1", "SE-6.3", "SE-6.5", "SE-10.4"]
     assert rules_mentioned("NoDoubleDrainX, SE_6_3x, xSE-6.3") == []
+
+
+def test_SE_9_a_check_name_leads_back_to_its_rules(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["rules", "--rule", "LifecycleBurstBounded"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("LifecycleBurstBounded holds SE-6.1 (tla, python)")
+    assert "\nSE-6.1 (MUST)" in out
+    assert main(["rules", "--rule", "NoSuchCheck"]) == 2
+    assert "neither a rule ID" in capsys.readouterr().err

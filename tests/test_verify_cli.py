@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from zlink_reference.cli.main import main
-from zlink_reference.cli.verify import steps
+from zlink_reference.cli.verify import involved_rules, steps
 
 ROOT = Path(__file__).resolve().parent.parent
 STEPS = ["models", "rules", "policy", "symbolic", "properties", "conformance", "self-test",
@@ -54,3 +54,13 @@ def test_SE_9_a_failing_step_names_the_rules_involved(
     out = capsys.readouterr().out
     assert "rules involved: SE-6.5" in out
     assert "verify: FAILED: rules" in out and "policy       ok" in out
+
+
+def test_SE_9_only_failure_lines_count() -> None:
+    """A rule mentioned in passing (a printed catalogue, a passing case) is not named."""
+    output = ("catalogue = Catalogue(cases=('D-22': 'session final'))\n"
+              "required_SE_6_6_x PASSED\n"
+              "FAILED tests/core/test_core_rules.py::test_D_4_a_barrier_take_resets - x\n"
+              "Invariant NoDoubleDrain is violated.\n")
+    assert involved_rules(output, ROOT) == ["D-4", "D-10", "SE-6.5"]
+    assert involved_rules("boom in SE-6.3", ROOT) == ["SE-6.3"]

@@ -82,6 +82,13 @@ class Index:
     existing: dict[str, set[str]]
     findings: list[Finding]
 
+    def rules_checked_by(self, name: str) -> list[tuple[str, str]]:
+        """(rule, kind) for every rule whose index row lists the check ``name`` (an
+        invariant, test or case): from a failing check's name back to its rules."""
+        return [(rule_id, kind) for rule_id, entry in sorted(
+                    self.entries.items(), key=lambda kv: _rule_sort_key(kv[0]))
+                for kind in CHECK_KINDS if name in entry.checks.get(kind, [])]
+
     def matrix(self) -> list[tuple[str, str, dict[str, int], str]]:
         """(rule, strength, number of checks per kind, status) for every rule."""
         rows = []

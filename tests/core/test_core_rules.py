@@ -133,3 +133,23 @@ def test_SE_4_1_core_refuses_yield_where_none_is_offered() -> None:
     core.take_next(0)
     with pytest.raises(ZLinkProtocolError, match=r"SE-4\.1"):
         core.yield_turn(rec)
+
+
+def test_D_4_a_barrier_take_resets_the_lifecycle_streak() -> None:
+    """With a burst limit of 1, a lifecycle take while application work waits uses the
+    whole burst; a barrier item taken next resets the streak (D-4), so the next
+    lifecycle item still overtakes the waiting application work."""
+    core = make_core(lifecycle_burst_limit=1)
+    a0, l0, l1, b0 = WorkRecord(), WorkRecord(), WorkRecord(), WorkRecord()
+    core.admit(a0)
+    core.admit(l0, LIFECYCLE_LANE)
+    core.enter_drain(0)
+    assert core.take_next(0) is l0 and core.streak == 1
+    core.admit(l1, LIFECYCLE_LANE)
+    core.admit(b0, barrier=True)
+    core.finish(l0)
+    assert core.take_next(0) is b0 and core.streak == 0
+    core.finish(b0)
+    assert core.take_next(0) is l1 and core.streak == 1
+    core.finish(l1)
+    assert core.take_next(0) is a0 and core.streak == 0

@@ -19,7 +19,8 @@ from zlink_reference.statespace import AgreementError, explore, load_bounds, man
 MODELS = Path(__file__).resolve().parents[2] / "models"
 
 
-@pytest.mark.parametrize("run", ["SerialQueueTwoWorks", "SerialQueueLiveness", "SerialQueue"])
+@pytest.mark.parametrize("run", ["SerialQueueTwoWorks", "SerialQueueLiveness", "SerialQueue",
+                                 "SerialQueueBarrierStreak"])
 def test_SE_6_6_core_enumeration_reproduces_tlc_state_counts(run: str) -> None:
     cfg, distinct, total = manifest_counts(MODELS, run)
     result = explore(load_bounds(cfg))

@@ -19,7 +19,8 @@ from ._common import repo_root
 
 def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rule", action="append", metavar="ID",
-                   help="show the checks of this rule in full (repeatable)")
+                   help="show the checks of this rule in full (repeatable); the name of a "
+                        "check (an invariant, test or case) shows the rules it holds")
     p.add_argument("--gaps", action="store_true", help="print only the problems")
     p.add_argument("--json", metavar="FILE", help="also write the matrix and findings as JSON")
 
@@ -33,12 +34,26 @@ def run(args: argparse.Namespace) -> int:
         print(f"zlink rules: {exc}", file=sys.stderr)
         return 2
     if args.rule:
-        for rule_id in args.rule:
-            rule = index.rules.get(rule_id)
-            entry = index.entries.get(rule_id)
-            if rule is None:
-                print(f"zlink rules: no spec defines {rule_id}", file=sys.stderr)
+        wanted: list[str] = []
+        for name in args.rule:
+            if name in index.rules:
+                wanted.append(name)
+                continue
+            # Not a rule ID: the name of a check (invariant, test, case) leads to its rules.
+            found = index.rules_checked_by(name)
+            if not found:
+                print(f"zlink rules: {name} is neither a rule ID any spec defines nor a "
+                      "check rules.toml lists", file=sys.stderr)
                 return 2
+            kinds: dict[str, list[str]] = {}
+            for rule_id, kind in found:
+                kinds.setdefault(rule_id, []).append(kind)
+            print(f"{name} holds " + ", ".join(f"{r} ({', '.join(k)})"
+                                                for r, k in kinds.items()))
+            wanted += [r for r in kinds if r not in wanted]
+        for rule_id in wanted:
+            rule = index.rules[rule_id]
+            entry = index.entries.get(rule_id)
             print(f"{rule_id} ({rule.strength}) {rule.title}  [{rule.source}]")
             if entry is None:
                 print("    not in rules.toml")

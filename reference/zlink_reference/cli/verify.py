@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -84,14 +85,23 @@ def steps(deep: bool = False) -> list[Step]:
     ]
 
 
+# The lines of a step's output that report a failure: pytest's summary (FAILED, ERROR),
+# the runners' FAIL lines, TLC's violations, rule gaps, refuted proofs, surviving mutants.
+# Rule IDs elsewhere in the output (a printed catalogue, a passing case) are not findings.
+_FINDING = re.compile(r"FAIL|ERROR|[Vv]iolat|GAP|REFUTED|SURVIVED|killed elsewhere")
+
+
 def involved_rules(output: str, root: Path) -> list[str]:
-    """The spec rules a failing step's output speaks of (IDs no spec defines dropped)."""
+    """The spec rules the failure lines of a step's output speak of (IDs no spec
+    defines dropped); all of the output when no line looks like a failure."""
+    lines = [line for line in output.splitlines() if _FINDING.search(line)]
+    text = "\n".join(lines) if lines else output
     try:
         rules, decisions = read_spec_rules(root / "specs")
     except OSError:
-        return rules_mentioned(output)
+        return rules_mentioned(text)
     known = set(rules) | decisions
-    return [r for r in rules_mentioned(output) if r in known]
+    return [r for r in rules_mentioned(text) if r in known]
 
 
 def configure(p: argparse.ArgumentParser) -> None:
