@@ -4,6 +4,7 @@ broken one fails and the finding names the rule; bad input is refused with exit 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import re
 import shutil
@@ -13,10 +14,17 @@ from typing import Any
 
 import pytest
 
+from zlink_reference import (
+    ZLinkExecutionLanePolicy,
+    ZLinkRejectedError,
+    ZLinkSpotSerialExecutor,
+    ZLinkUserSpotExecutionMode,
+)
 from zlink_reference._core.queue import EVENTS
 from zlink_reference.cli.main import main
 from zlink_reference.replay import EVENT_RULES
 from zlink_reference.specindex import read_spec_rules
+from zlink_reference.testing import TraceRecorder
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -154,3 +162,37 @@ def test_every_event_reports_under_rules_the_specs_define() -> None:
                   for m in re.finditer(r"^\| (`[^|]+`) \| ([^|]+) \|$", text, re.M)
                   for ev in re.findall(r"`(\w+)`", m.group(1))}
     assert documented == dict(EVENT_RULES)
+
+
+def test_SE_5_1_each_queue_is_judged_under_its_own_policy(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A Spot whose Actor queues hold 2 works and whose Spot queue holds many: the log
+    follows the rules under a policy per queue pattern, and not under one policy for all."""
+    actor = ZLinkExecutionLanePolicy(application_message_capacity=2)
+    spot_policy = ZLinkExecutionLanePolicy(application_message_capacity=50)
+
+    async def record_spot() -> list[dict[str, Any]]:
+        rec = TraceRecorder()
+        spot = ZLinkSpotSerialExecutor("S", mode=ZLinkUserSpotExecutionMode.PER_ACTOR,
+                                       policy=spot_policy, actor_policy=actor, observer=rec)
+        for _ in range(4):
+            spot.execute_spot(lambda: None)
+            with contextlib.suppress(ZLinkRejectedError):
+                spot.execute_actor("a", lambda: None)
+        await spot.await_quiescence()
+        return [e.to_json() for e in rec.events]
+
+    events = asyncio.run(record_spot())
+    assert any(e["event"] == "reject" for e in events)
+    log = _write(tmp_path, events)
+    files = {}
+    for name, policy in (("actor", actor), ("spot", spot_policy)):
+        files[name] = tmp_path / f"{name}.json"
+        files[name].write_text(json.dumps(policy.to_mapping()), encoding="utf-8")
+    assert main(["trace", "check", str(log), "--policy", f"*/actor:*={files['actor']}",
+                 "--policy", str(files["spot"])]) == 0
+    assert main(["trace", "check", str(log), "--policy", str(files["spot"])]) == 1
+    assert "SE-6.3" in capsys.readouterr().out
+    assert main(["trace", "check", str(log), "--policy", f"*/actor:*={files['actor']}"]) == 2
+    assert "no --policy pattern matches queue(s) spot:S" in capsys.readouterr().err

@@ -161,6 +161,7 @@ def test_every_mutant_has_owners_and_a_recorded_row() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800 if FULL else 300)
 def test_every_mutant_is_killed_by_a_machine() -> None:
     names = sorted(mutants.CATALOGUE)
     with ThreadPoolExecutor(max_workers=2) as pool:

@@ -2,6 +2,8 @@
 
   zlink trace check LOG.jsonl                      Python model: replay + invariants
   zlink trace check LOG.jsonl --policy FILE        ... with the runtime's lane policy
+  zlink trace check LOG.jsonl --policy '*/actor:*=actor.toml' --policy spot.toml
+                                                   ... a policy per queue-name pattern
   zlink trace check LOG.jsonl --tlc                ... and each queue's log through TLC
   zlink trace check LOG.jsonl --queue NAME         only this queue (repeatable)
   zlink trace check LOG.jsonl --json               the verdict as JSON
@@ -27,6 +29,7 @@ import argparse
 import json
 import sys
 from collections import defaultdict
+from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
@@ -50,10 +53,13 @@ def configure(p: argparse.ArgumentParser) -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     check.add_argument("log", type=Path, metavar="LOG.jsonl",
                        help="the event log, JSON Lines in the trace format")
-    check.add_argument("--policy", type=Path, metavar="FILE",
+    check.add_argument("--policy", action="append", metavar="[PATTERN=]FILE",
                        help="JSON or TOML file of the runtime's ZLinkExecutionLanePolicy "
-                            "fields (default: the default policy, and the limit checks "
-                            "that need the real policy are skipped)")
+                            "fields; PATTERN= (a shell pattern on queue names) limits it to "
+                            "the queues it matches; repeatable, the first match wins, a "
+                            "FILE without pattern matches every queue (default: the "
+                            "default policy, and the limit checks that need the real "
+                            "policy are skipped)")
     check.add_argument("--tlc", action="store_true",
                        help="also check each queue's log with TLC against SerialQueue.tla")
     check.add_argument("--queue", action="append", metavar="NAME",
@@ -70,6 +76,18 @@ def configure(p: argparse.ArgumentParser) -> None:
                        help="seconds TLC may take per queue (default 600)")
     check.add_argument("--json", action="store_true", help="print the verdict as JSON")
     p.set_defaults(trace_parser=p)
+
+
+def _policies(specs: list[str]) -> list[tuple[str, ZLinkExecutionLanePolicy]]:
+    """``[PATTERN=]FILE`` arguments as (pattern, policy) in order; raises
+    ``PolicyInputError`` for a file that is not a policy."""
+    out = []
+    for spec in specs:
+        pattern, sep, path = spec.partition("=")
+        if not sep:
+            pattern, path = "*", spec
+        out.append((pattern, load_policy(Path(path))))
+    return out
 
 
 def _fail(message: str) -> int:
@@ -128,11 +146,15 @@ def run(args: argparse.Namespace) -> int:
         return _fail(f"cannot read {args.log}: {exc.strerror or exc}")
     except ValueError as exc:
         return _fail(f"{args.log}: {exc}")
-    explicit = args.policy is not None
+    explicit = bool(args.policy)
     try:
-        policy = load_policy(args.policy)
+        policies = _policies(args.policy or [])
     except PolicyInputError as exc:
         return _fail(str(exc))
+
+    def policy_of(queue: str) -> ZLinkExecutionLanePolicy | None:
+        return next((p for pattern, p in policies if fnmatchcase(queue, pattern)), None)
+
     queues = list(dict.fromkeys(e.queue for e in events))
     if args.queue:
         unknown = [q for q in args.queue if q not in queues]
@@ -142,8 +164,11 @@ def run(args: argparse.Namespace) -> int:
                          f"its queues: {listed}")
         events = [e for e in events if e.queue in args.queue]
         queues = [q for q in queues if q in args.queue]
+    unmatched = [q for q in queues if explicit and policy_of(q) is None]
+    if unmatched:
+        return _fail(f"no --policy pattern matches queue(s) {', '.join(unmatched)}")
     no_yield = set(args.no_yield)
-    report = check_trace(events, policy if explicit else None,
+    report = check_trace(events, policy_of if explicit else None,
                          units_per_ms=args.units_per_ms,
                          yield_allowed=lambda q: q not in no_yield)
     if not explicit and not args.json:
@@ -162,7 +187,9 @@ def run(args: argparse.Namespace) -> int:
                 print(f"[tlc {i}/{len(queues)}] {q}: {len(by_queue[q])} events ...",
                       flush=True)
             try:
-                tlc.append(_tlc_queue(q, by_queue[q], policy, models, args.timeout))
+                tlc.append(_tlc_queue(q, by_queue[q],
+                                      policy_of(q) or ZLinkExecutionLanePolicy(), models,
+                                      args.timeout))
             except ToolMissingError as exc:
                 print(f"zlink trace: {exc}", file=sys.stderr)
                 return 3
@@ -170,7 +197,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({
             "log": str(args.log), "events": report.events, "queues": queues,
-            "policy": str(args.policy) if explicit else "default", "ok": ok,
+            "policy": args.policy if explicit else "default", "ok": ok,
             "violations": [{"invariant": v.invariant, "rules": v.rules, "queue": v.queue,
                             "event": v.seq, "message": v.message}
                            for v in report.violations],
