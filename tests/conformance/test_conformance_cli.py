@@ -12,7 +12,7 @@ import pytest
 
 from zlink_reference.cli.main import COMMANDS, main
 
-from conftest import child_env, fake
+from kit_helpers import child_env, fake
 
 
 @pytest.fixture(autouse=True)

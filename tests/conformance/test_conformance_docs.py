@@ -15,7 +15,7 @@ from zlink_conformance.protocol.commands import CASE_COMMANDS, OP_FIELDS
 from zlink_conformance.protocol.wire import CAPABILITIES, EVENT_FIELDS
 from zlink_conformance.runner import Runner
 
-from conftest import child_env
+from kit_helpers import child_env
 
 ROOT = Path(__file__).resolve().parents[2]
 GUIDE = (ROOT / "docs" / "conformance.md").read_text()

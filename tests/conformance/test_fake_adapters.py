@@ -10,7 +10,7 @@ import pytest
 from zlink_conformance.catalog import Catalogue, select
 from zlink_conformance.runner import Runner, SuiteAbortedError
 
-from conftest import child_env, fake
+from kit_helpers import child_env, fake
 
 THREE = ["required_SE_10_02_per_actor_long_work_on_two_actors_overlaps",
          "required_SE_10_03_spot_wide_same_submissions_run_one_after_the_other",

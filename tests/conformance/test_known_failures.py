@@ -13,7 +13,7 @@ from zlink_conformance.catalog import Catalogue
 from zlink_conformance.known import KnownFailuresError, load_known_failures
 from zlink_reference.cli.main import main
 
-from conftest import FAKES, child_env
+from kit_helpers import FAKES, child_env
 
 SLICE = "required_SE_10_10_owner_past_its_time_budget_has_its_slice_cut"
 BURST = "required_SE_10_09_lifecycle_overtakes_then_one_application_item_after_the_limit"

@@ -18,7 +18,7 @@ from zlink_conformance.oracle.log import CaseLog
 from zlink_conformance.oracle.model import check_model, replay_entries
 from zlink_conformance.protocol.wire import Event, Reply
 
-from conftest import FullRun
+from kit_helpers import FullRun
 
 Entry = tuple[str, Mapping[str, Any]]
 

@@ -10,7 +10,7 @@ from zlink_conformance.adapters import reference_adapter_command
 from zlink_conformance.catalog import Catalogue, select
 from zlink_conformance.runner import Runner
 
-from conftest import FAKES, child_env
+from kit_helpers import FAKES, child_env
 
 pytestmark = pytest.mark.slow  # one adapter process per mutant
 

@@ -19,7 +19,7 @@ from zlink_conformance.catalog import Catalogue
 from zlink_conformance.runner import Runner, SuiteReport
 from zlink_reference.cli.main import main
 
-from conftest import child_env
+from kit_helpers import child_env
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "conformance" / "examples" / "node"

@@ -15,7 +15,7 @@ from referencing import Registry, Resource
 from zlink_conformance.catalog import CaseError, Catalogue, load_catalogue, parse_case
 from zlink_conformance.protocol.schemas import SCHEMA_FILES, load_schema, schema_texts
 
-from conftest import FullRun
+from kit_helpers import FullRun
 
 CASES_DIR = Path(__file__).resolve().parents[2] / "conformance" / "zlink_conformance" / "cases"
 

@@ -14,7 +14,7 @@ import pytest
 from zlink_conformance.adapters import reference_adapter_command
 from zlink_conformance.catalog import load_catalogue, select
 
-from conftest import child_env, fake
+from kit_helpers import child_env, fake
 
 pytestmark = pytest.mark.slow  # each test runs a child pytest
 

@@ -9,7 +9,7 @@ from zlink_conformance.adapters import reference_adapter_command
 from zlink_conformance.catalog import Catalogue
 from zlink_conformance.runner import Runner
 
-from conftest import FullRun, child_env
+from kit_helpers import FullRun, child_env
 
 
 def test_every_shipped_case_passes_against_the_reference_adapter(full_run: FullRun) -> None:

@@ -13,7 +13,7 @@ from zlink_conformance.catalog import load_catalogue
 from zlink_conformance.runner.replay import ReplayError, load_replay, replay
 from zlink_reference.cli.main import main
 
-from conftest import FAKES, child_env
+from kit_helpers import FAKES, child_env
 
 CASE = "required_SE_10_04_same_actor_keeps_submission_order_per_actor"
 

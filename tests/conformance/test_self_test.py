@@ -20,7 +20,7 @@ from zlink_conformance.selftest import (
     rule_matches,
 )
 
-from conftest import FAKES, child_env
+from kit_helpers import FAKES, child_env
 
 pytestmark = pytest.mark.slow  # one adapter process per mutant, about 20 s in all
 

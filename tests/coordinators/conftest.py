@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-unexpected_errors: list[BaseException] = []
+from coordinator_errors import unexpected_errors
 
 
 @pytest.fixture(autouse=True)

@@ -25,7 +25,7 @@ from zlink_reference import (
 )
 from zlink_reference.testing import TraceRecorder, VirtualClock, run_until_idle
 
-from conftest import unexpected_errors
+from coordinator_errors import unexpected_errors
 from helpers import Gate, Timeline, policy
 
 PER_ACTOR = ZLinkUserSpotExecutionMode.PER_ACTOR

@@ -29,7 +29,7 @@ from zlink_reference import (
 from zlink_reference.disposal import ZLinkNotDisposedError, run
 from zlink_reference.testing import VirtualClock, run_until_idle
 
-from conftest import unexpected_errors
+from coordinator_errors import unexpected_errors
 from helpers import Gate, Timeline
 
 

@@ -601,7 +601,10 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
         if aux is None or not aux.waiters:
             return
         core = self._core
-        live, active = core.live(), core.active()
+        active = core.app_count + core.life_count - core.zombies
+        if active:
+            return  # every wait needs no active work (and zombies-too waits none live)
+        live = core.app_count + core.life_count
         keep = []
         for zombies_too, fut in aux.waiters:
             if (live if zombies_too else active) == 0:
