@@ -196,3 +196,14 @@ def test_SE_5_1_each_queue_is_judged_under_its_own_policy(
     assert "SE-6.3" in capsys.readouterr().out
     assert main(["trace", "check", str(log), "--policy", f"*/actor:*={files['actor']}"]) == 2
     assert "no --policy pattern matches queue(s) spot:S" in capsys.readouterr().err
+
+
+@needs_java
+def test_a_tlc_run_that_gives_no_verdict_in_time_is_an_error_not_a_pass(
+    log: list[dict[str, Any]], tmp_path: Path, policy_file: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code = main(["trace", "check", str(_write(tmp_path, log)), "--policy", str(policy_file),
+                 "--tlc", "--timeout", "0.01"])
+    out = capsys.readouterr().out
+    assert code == 1 and "ERROR tlc: q: TLC gave no verdict within 0.01 s" in out, out

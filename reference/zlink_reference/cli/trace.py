@@ -19,14 +19,16 @@ to take (zlink_reference.tla.trace); a queue whose log has events outside that m
 Every finding names its rules: an invariant's rule IDs, or the rules of the event that
 could not be matched.
 
-Exit status: 0 the log follows the rules, 1 a finding, 2 bad input (unreadable log, not
-the trace format, bad policy file), 3 TLC asked for but Java or TLC is missing.
+Exit status: 0 the log follows the rules, 1 a finding (or TLC gave no verdict in time),
+2 bad input (unreadable log, not the trace format, bad policy file), 3 TLC asked for but
+Java or TLC is missing.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 import sys
 from collections import defaultdict
 from fnmatch import fnmatchcase
@@ -108,6 +110,11 @@ def _tlc_queue(name: str, events: list[TraceEvent], policy: ZLinkExecutionLanePo
     except TraceFormatError as exc:
         return {"queue": name, "status": "fail", "reason": str(exc), "rules": "",
                 "event": None}
+    except subprocess.TimeoutExpired:
+        return {"queue": name, "status": "error",
+                "reason": f"TLC gave no verdict within {timeout:g} s (raise --timeout)"}
+    except RuntimeError as exc:  # TLC ran but said nothing a verdict can be read from
+        return {"queue": name, "status": "error", "reason": str(exc)}
     record: dict[str, Any] = {"queue": name, "seconds": round(verdict.seconds, 2),
                               "matched_events": verdict.steps}
     if verdict.matched:
@@ -139,6 +146,8 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if args.units_per_ms <= 0:
         return _fail(f"--units-per-ms must be > 0, got {args.units_per_ms}")
+    if args.timeout <= 0:
+        return _fail(f"--timeout must be > 0, got {args.timeout}")
     try:
         with open(args.log, encoding="utf-8") as fh:
             events = read_trace(fh)
@@ -193,7 +202,7 @@ def run(args: argparse.Namespace) -> int:
             except ToolMissingError as exc:
                 print(f"zlink trace: {exc}", file=sys.stderr)
                 return 3
-    ok = report.ok and all(r["status"] != "fail" for r in tlc)
+    ok = report.ok and all(r["status"] not in ("fail", "error") for r in tlc)
     if args.json:
         print(json.dumps({
             "log": str(args.log), "events": report.events, "queues": queues,
@@ -221,6 +230,8 @@ def run(args: argparse.Namespace) -> int:
                   f"({r['seconds']} s)")
         elif r["status"] == "not checked":
             print(f"tlc: {r['queue']}: not checked: {r['reason']}")
+        elif r["status"] == "error":
+            print(f"ERROR tlc: {r['queue']}: {r['reason']}")
         else:
             rules = f" ({r['rules']})" if r.get("rules") else ""
             print(f"FAIL tlc: {r['queue']}{rules}: {r['reason']}")
