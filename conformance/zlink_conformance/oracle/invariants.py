@@ -11,7 +11,7 @@ invariant                 rule        what must hold
 WorkLifecycle             D-11        each work: accepted or rejected once; then started
                                       (or cancelled before starting); turns alternate
                                       yielded/resumed; one terminal event; nothing after
-Routing                   SE-3, SE-4  every event's owner is the one the routing table
+Routing                   SE-3        every event's owner is the one the routing table
                                       gives for the work's entry, target kind and mode
 OneTurnPerOwner           SE-1.1      no two works hold the same owner's turn at once
 ActorClaimHeld            SE-4.6      SpotWide: no two works of one Actor in progress at
