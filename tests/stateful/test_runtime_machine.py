@@ -297,15 +297,8 @@ class RuntimeMachine(OutsideWorld, RuleBasedStateMachine):
         accepted work has ended and the queue is quiescent (the models'
         AcceptedWorkCompletes, bounded)."""
         for _ in range(50):
-            pending = self._pending_externals()
-            gates = self._closed_gates()
-            if not pending and not gates:
+            if not self._release():
                 break
-            for fut in pending:
-                fut.set_result(7)
-            for job in gates:
-                assert job.gate is not None
-                job.gate.set_result(None)
             self.driver.idle()
         self.check_everything()
         unfinished = [j.index for j in self.app.jobs if j.handle and not j.handle.done()]
