@@ -13,7 +13,7 @@ derandomized examples and may move them, so they are printed, not required.
 
 By default only the owners and the unit test run under each mutant (about 35 s in all on
 a 2-core machine); ``ZLINK_KILL_MATRIX=full`` runs every machine under every mutant
-(about 3.5 minutes), which is how the table in docs/properties.md is made.
+(about 11 minutes), which is how the table in docs/properties.md is made.
 """
 
 from __future__ import annotations
