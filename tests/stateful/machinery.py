@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import precondition, rule
 
 from zlink_reference import ZLinkExecutionLanePolicy
-from zlink_reference.invariants import Violation
+from zlink_reference.invariants import TraceChecker, Violation
 from zlink_reference.replay import Disagreement
 
 T = TypeVar("T")
@@ -200,6 +200,24 @@ class LoopDriver:
                 loop.run_until_complete(asyncio.sleep(0))
         finally:
             loop.close()
+
+
+def settled_as_traced(index: int, handle: Any, checker: TraceChecker) -> bool:
+    """EveryAcceptedWorkEndsOnce across the API: work ``index``'s handle is settled
+    exactly when its queue's trace has it done, with the trace's outcome. Returns whether
+    the work failed, for the machines' count of reported failures."""
+    image = checker.queue(handle.queue.name).image
+    w = image.works.get(handle.wid)
+    assert w is not None, f"work {index} has no admit event on {handle.queue.name}"
+    if handle.done() != (w.phase == "done"):
+        raise AssertionError(
+            f"EveryAcceptedWorkEndsOnce: work {index} "
+            f"{'settled' if handle.done() else 'is pending'}, the trace has it {w.phase}")
+    if not handle.done():
+        return False
+    assert handle.outcome() == w.outcome, (
+        f"work {index} settled {handle.outcome()}, the trace says {w.outcome}")
+    return bool(handle.outcome() == "failed")
 
 
 class WorkFailedError(Exception):

@@ -64,6 +64,7 @@ from machinery import (
     WorkFailedError,
     fail_on,
     machine_settings,
+    settled_as_traced,
     small_policies,
     stats,
 )
@@ -423,17 +424,7 @@ class CoordinatorMachine(OutsideWorld, RuleBasedStateMachine):
             if h is None:
                 continue
             assert job.settled <= 1, f"work {job.index} settled {job.settled} times (D-11)"
-            image = self.checker.queue(h.queue.name).image
-            w = image.works.get(h.wid)
-            assert w is not None, f"work {job.index} has no admit event on {h.queue.name}"
-            if h.done() != (w.phase == "done"):
-                raise AssertionError(
-                    f"EveryAcceptedWorkEndsOnce: work {job.index} "
-                    f"{'settled' if h.done() else 'is pending'}, the trace has it {w.phase}")
-            if h.done():
-                assert h.outcome() == w.outcome, (
-                    f"work {job.index} settled {h.outcome()}, the trace says {w.outcome}")
-                failed += h.outcome() == "failed"
+            failed += settled_as_traced(job.index, h, self.checker)
             if job.selfwait == "waited" or (job.selfwait == "waiting" and job.started):
                 raise AssertionError(
                     f"NoSelfWait: work {job.index} ({job.entry}) waits for work of its own "

@@ -54,7 +54,14 @@ from zlink_reference.invariants import TraceChecker, Violation
 from zlink_reference.replay import TraceReplayer
 from zlink_reference.testing import TraceRecorder, VirtualClock
 
-from machinery import LoopDriver, fail_on, machine_settings, small_policies, stats
+from machinery import (
+    LoopDriver,
+    fail_on,
+    machine_settings,
+    settled_as_traced,
+    small_policies,
+    stats,
+)
 
 SCOPES = ("queue", "per_actor", "spot_wide", "actor", "session")
 KINDS = ("sync", "fail", "long", "gated", "yield", "yield")
@@ -370,17 +377,7 @@ class DisposalMachine(RuleBasedStateMachine):
                     f"scope cancelled it, and started anyway (SD-1)")
             if not _placed(h):
                 continue  # a session's final work not placed yet
-            image = self.checker.queue(h.queue.name).image
-            w = image.works.get(h.wid)
-            assert w is not None, f"work {job.index} has no admit event on {h.queue.name}"
-            if h.done() != (w.phase == "done"):
-                raise AssertionError(
-                    f"EveryAcceptedWorkEndsOnce: work {job.index} "
-                    f"{'settled' if h.done() else 'is pending'}, the trace has it {w.phase}")
-            if h.done():
-                assert h.outcome() == w.outcome, (
-                    f"work {job.index} settled {h.outcome()}, the trace says {w.outcome}")
-                failed += h.outcome() == "failed"
+            failed += settled_as_traced(job.index, h, self.checker)
         assert self.failures == failed, (
             f"{failed} work(s) failed, the error hook saw {self.failures}")
         everything_ended = not self._live()

@@ -232,32 +232,29 @@ def _lifetimes(works: list[str], log: CaseLog) -> tuple[dict[str, Any], list[str
     return spans, missing
 
 
-def _overlap(f: Mapping[str, Any], log: CaseLog, ctx: CheckContext) -> list[str]:
+def _pairs_overlapping(f: Mapping[str, Any], log: CaseLog, want: bool) -> list[str]:
+    """Every pair of the check's works must (``want``) or must not have been in progress
+    at the same time; one message per pair that breaks it."""
     spans, missing = _lifetimes(f["works"], log)
     if missing:
         return missing
     works = list(f["works"])
+    broke = "never were" if want else "were"
     out = []
     for i, a in enumerate(works):
         for b in works[i + 1:]:
-            if not spans[a].overlaps(spans[b]):
-                out.append(f"{a} and {b} never were in progress at the same time "
+            if spans[a].overlaps(spans[b]) != want:
+                out.append(f"{a} and {b} {broke} in progress at the same time "
                            f"({a}: {log.describe(a)}; {b}: {log.describe(b)})")
     return out
+
+
+def _overlap(f: Mapping[str, Any], log: CaseLog, ctx: CheckContext) -> list[str]:
+    return _pairs_overlapping(f, log, want=True)
 
 
 def _no_overlap(f: Mapping[str, Any], log: CaseLog, ctx: CheckContext) -> list[str]:
-    spans, missing = _lifetimes(f["works"], log)
-    if missing:
-        return missing
-    works = list(f["works"])
-    out = []
-    for i, a in enumerate(works):
-        for b in works[i + 1:]:
-            if spans[a].overlaps(spans[b]):
-                out.append(f"{a} and {b} were in progress at the same time "
-                           f"({a}: {log.describe(a)}; {b}: {log.describe(b)})")
-    return out
+    return _pairs_overlapping(f, log, want=False)
 
 
 def _rejected(f: Mapping[str, Any], log: CaseLog, ctx: CheckContext) -> list[str]:
