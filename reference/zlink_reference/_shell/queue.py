@@ -601,10 +601,10 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
         if aux is None or not aux.waiters:
             return
         core = self._core
-        active = core.app_count + core.life_count - core.zombies
+        active = core.active()
         if active:
             return  # every wait needs no active work (and zombies-too waits none live)
-        live = core.app_count + core.life_count
+        live = core.live()
         keep = []
         for zombies_too, fut in aux.waiters:
             if (live if zombies_too else active) == 0:
