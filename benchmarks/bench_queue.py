@@ -23,8 +23,8 @@ import tracemalloc
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from zlink_model.queue import QueueConfig
 from zlink_reference import QueueRuntime, ZLinkExecutionLanePolicy, ZLinkSerialExecutionQueue
-from zlink_reference._core.queue import QueueConfig
 
 BIG = ZLinkExecutionLanePolicy(
     application_message_capacity=10_000_000, application_byte_capacity=1 << 60

@@ -27,7 +27,7 @@ from zlink_reference import (
     yield_framework_call,
 )
 from zlink_reference.testing import TraceRecorder, VirtualClock, run_until_idle
-from zlink_reference.tla.trace import build_trace_model, check_with_tlc
+from zlink_tool.tla.trace import build_trace_model, check_with_tlc
 
 ROOT = Path(__file__).resolve().parent.parent
 POLICY = ZLinkExecutionLanePolicy(application_message_capacity=6,

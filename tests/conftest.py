@@ -1,5 +1,5 @@
 """Test configuration: async tests run on a fresh event loop each, and a mutant from the
-catalogue (tests/mutants.py) can be switched on for a whole run with ZLINK_MUTANT=name,
+catalogue (zlink_reference_adapter/mutants.py) can be switched on for a whole run with ZLINK_MUTANT=name,
 which is how the mutant tests show that the suite catches each deliberate bug."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-import mutants
+from zlink_reference_adapter import mutants
 
 _MUTANT = os.environ.get("ZLINK_MUTANT")
 # Async tests never sleep, so a test still running after this is hung, not slow.

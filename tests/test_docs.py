@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from zlink_reference._core.queue import EVENTS
-from zlink_reference.testing.trace import read_trace
+from zlink_model.queue import EVENTS
+from zlink_model.trace import read_trace
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -64,8 +64,8 @@ def test_SE_6_6_design_diagrams_are_generated_from_the_core_tables() -> None:
 def test_documented_commands_exist_and_links_resolve() -> None:
     """Every `zlink X` the README and the docs name is a subcommand, the README lists the
     steps `zlink verify` really runs, and every relative link of the docs resolves."""
-    from zlink_reference.cli.main import COMMANDS
-    from zlink_reference.cli.verify import steps
+    from zlink_tool.cli.main import COMMANDS
+    from zlink_tool.cli.verify import steps
 
     commands = {name for name, _, _ in COMMANDS}
     docs = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]

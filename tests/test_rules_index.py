@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from zlink_reference.cli.main import main
-from zlink_reference.invariants import INVARIANTS
-from zlink_reference.specindex import (
+from zlink_model.invariants import INVARIANTS
+from zlink_tool.cli.main import main
+from zlink_tool.specindex import (
     build_index,
     rule_ids_in_test_name,
     rule_ids_of,
@@ -91,7 +91,7 @@ def test_SE_9_the_case_catalogue_knows_exactly_the_spec_rules() -> None:
 
 
 def test_SE_9_every_invariant_is_indexed_under_each_rule_it_names() -> None:
-    """The registry of ``zlink_reference.invariants`` and the ``python`` lists of
+    """The registry of ``zlink_model.invariants`` and the ``python`` lists of
     rules.toml say the same thing: each invariant under every SE/SD rule it serves."""
     rows = tomllib.loads((ROOT / "specs" / "rules.toml").read_text(encoding="utf-8"))["rules"]
     indexed = {(name, rule) for rule, row in rows.items() for name in row.get("python", [])}

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from zlink_reference.cli.main import main
-from zlink_reference.cli.verify import involved_rules, steps
+from zlink_tool.cli.main import main
+from zlink_tool.cli.verify import involved_rules, steps
 
 ROOT = Path(__file__).resolve().parent.parent
 STEPS = ["models", "rules", "policy", "symbolic", "properties", "conformance", "self-test",

@@ -8,13 +8,13 @@ executors run against themselves through an adapter process.
 * ``oracle``: how a case's log is judged: its own checks and the invariants every log
   must hold.
 * ``runner``: adapter processes and case execution; ``report``: console, JSON, JUnit.
-* ``adapters.reference``: the reference runtime behind the protocol.
+* ``selftest``: the kill matrix of a catalogue of deliberately broken runtimes.
 * ``pytest_plugin``: the cases as pytest items (``pytest --zlink-adapter CMD``).
 
-``zlink conformance run`` is the command line; docs/conformance.md the guide.
+``zlink-conformance run --adapter CMD`` is the command line (``cli``); docs/conformance.md
+the guide. The kit stands on the model (``zlink_model``) only: it never imports a runtime.
 """
 
-from .adapters import reference_adapter_command
 from .catalog import Case, CaseError, Catalogue, SelectionError, load_catalogue, select
 from .protocol.wire import PROTOCOL_VERSION
 from .runner import CaseResult, Runner, SuiteAbortedError, SuiteReport
@@ -30,6 +30,5 @@ __all__ = [
     "SuiteAbortedError",
     "SuiteReport",
     "load_catalogue",
-    "reference_adapter_command",
     "select",
 ]

@@ -4,7 +4,7 @@ The public surface: the policy, the queue primitive and its handle, ``yield_fram
 and the errors. Coordinators, disposal and the testing helpers live in subpackages.
 """
 
-from ._core.errors import (
+from zlink_model.errors import (
     RejectReason,
     ZLinkClosedError,
     ZLinkError,
@@ -15,7 +15,8 @@ from ._core.errors import (
     ZLinkUsageError,
     ZLinkYieldNotSupportedError,
 )
-from ._core.policy import ZLinkExecutionLanePolicy
+from zlink_model.policy import ZLinkExecutionLanePolicy
+
 from ._shell.clock import MonotonicClock, ZLinkClock
 from ._shell.queue import (
     QueueRuntime,

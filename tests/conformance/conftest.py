@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from zlink_conformance.adapters import reference_adapter_command
 from zlink_conformance.catalog import Catalogue, load_catalogue
 from zlink_conformance.runner import Runner
+from zlink_reference_adapter import reference_adapter_command
 
 from kit_helpers import FullRun, child_env
 

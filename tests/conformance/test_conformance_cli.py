@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from zlink_reference.cli.main import COMMANDS, main
+from zlink_tool.cli.main import COMMANDS, main
 
 from kit_helpers import child_env, fake
 
@@ -27,7 +27,7 @@ def test_the_command_is_registered() -> None:
 def test_help_explains_adapter_filters_and_exit_status(capsys: pytest.CaptureFixture[str]
                                                        ) -> None:
     with pytest.raises(SystemExit):
-        main(["conformance", "--help"])
+        main(["conformance", "run", "--help"])
     text = capsys.readouterr().out
     for phrase in ("--adapter", "--only", "--repeat", "Exit status", "skipped",
                    "specs/adapter-protocol.md"):
@@ -82,7 +82,7 @@ def test_a_skipped_required_case_fails_unless_allowed(tmp_path: Path,
     script = tmp_path / "bare.py"
     script.write_text(
         "import sys\n"
-        "from zlink_conformance.adapters.reference import ReferenceAdapter\n"
+        "from zlink_reference_adapter.adapter import ReferenceAdapter\n"
         "class Bare(ReferenceAdapter):\n"
         "    def hello(self, cmd):\n"
         "        reply = super().hello(cmd)\n"

@@ -8,12 +8,12 @@ import json
 import re
 from pathlib import Path
 
-from zlink_conformance.adapters import reference_adapter_command
 from zlink_conformance.catalog import Catalogue, select
 from zlink_conformance.oracle import CHECK_FIELDS, INVARIANTS
 from zlink_conformance.protocol.commands import CASE_COMMANDS, OP_FIELDS
 from zlink_conformance.protocol.wire import CAPABILITIES, EVENT_FIELDS
 from zlink_conformance.runner import Runner
+from zlink_reference_adapter import reference_adapter_command
 
 from kit_helpers import child_env
 

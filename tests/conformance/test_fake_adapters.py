@@ -86,7 +86,7 @@ def test_an_adapter_command_that_does_not_exist_is_reported() -> None:
 def test_preload_runs_before_the_handshake_and_a_broken_one_stops_the_adapter() -> None:
     from pathlib import Path
 
-    from zlink_conformance.adapters import reference_adapter_command
+    from zlink_reference_adapter import reference_adapter_command
 
     fakes = Path(fake("preload_marker")[1]).parent
     runner = Runner(reference_adapter_command(),

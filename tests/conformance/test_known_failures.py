@@ -11,9 +11,10 @@ import pytest
 
 from zlink_conformance.catalog import Catalogue
 from zlink_conformance.known import KnownFailuresError, load_known_failures
-from zlink_reference.cli.main import main
+from zlink_reference_adapter import PRELOAD_FILE
+from zlink_tool.cli.main import main
 
-from kit_helpers import FAKES, child_env
+from kit_helpers import child_env
 
 SLICE = "required_SE_10_10_owner_past_its_time_budget_has_its_slice_cut"
 BURST = "required_SE_10_09_lifecycle_overtakes_then_one_application_item_after_the_limit"
@@ -64,7 +65,7 @@ def test_a_retired_case_id_says_it_is_retired(tmp_path: Path, catalogue: Catalog
 def test_expected_failures_pass_the_run_and_an_unexpected_pass_fails_it(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.setenv("ZLINK_ADAPTER_PRELOAD", str(FAKES / "preload_mutant.py"))
+    monkeypatch.setenv("ZLINK_ADAPTER_PRELOAD", str(PRELOAD_FILE))
     monkeypatch.setenv("ZLINK_MUTANT_NAME", "time_budget_ignored")
     known = write(tmp_path, f'[expected-failures]\n{SLICE} = "no slices yet"\n')
     report = tmp_path / "r.json"

@@ -1,4 +1,4 @@
-"""The suite catches deliberate bugs: with a mutant of tests/mutants.py switched on in the
+"""The suite catches deliberate bugs: with a mutant of zlink_reference_adapter/mutants.py switched on in the
 reference adapter (through ZLINK_ADAPTER_PRELOAD), the cases of the rule it breaks fail.
 A few representatives; the full kill matrix is a separate self-test."""
 
@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from zlink_conformance.adapters import reference_adapter_command
 from zlink_conformance.catalog import Catalogue, select
 from zlink_conformance.runner import Runner
+from zlink_reference_adapter import PRELOAD_FILE, reference_adapter_command
 
-from kit_helpers import FAKES, child_env
+from kit_helpers import child_env
 
 pytestmark = pytest.mark.slow  # one adapter process per mutant
 
@@ -26,7 +26,7 @@ pytestmark = pytest.mark.slow  # one adapter process per mutant
 ])
 def test_a_mutant_fails_the_cases_of_the_rule_it_breaks(catalogue: Catalogue, mutant: str,
                                                         rule: str) -> None:
-    env = child_env(ZLINK_ADAPTER_PRELOAD=str(FAKES / "preload_mutant.py"),
+    env = child_env(ZLINK_ADAPTER_PRELOAD=str(PRELOAD_FILE),
                     ZLINK_MUTANT_NAME=mutant)
     with Runner(reference_adapter_command(), env=env, timeout=5) as runner:
         report = runner.run(select(catalogue, [rule]))

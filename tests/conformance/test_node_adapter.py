@@ -17,7 +17,7 @@ import pytest
 
 from zlink_conformance.catalog import Catalogue
 from zlink_conformance.runner import Runner, SuiteReport
-from zlink_reference.cli.main import main
+from zlink_tool.cli.main import main
 
 from kit_helpers import child_env
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from zlink_conformance.adapters import reference_adapter_command
 from zlink_conformance.catalog import load_catalogue, select
+from zlink_reference_adapter import reference_adapter_command
 
 from kit_helpers import child_env, fake
 

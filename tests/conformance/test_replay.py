@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from zlink_conformance.adapters import reference_adapter_command
 from zlink_conformance.catalog import load_catalogue
 from zlink_conformance.runner.replay import ReplayError, load_replay, replay
-from zlink_reference.cli.main import main
+from zlink_reference_adapter import PRELOAD_FILE, reference_adapter_command
+from zlink_tool.cli.main import main
 
-from kit_helpers import FAKES, child_env
+from kit_helpers import child_env
 
 CASE = "required_SE_10_04_same_actor_keeps_submission_order_per_actor"
 
@@ -28,7 +28,7 @@ def report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
            capsys: pytest.CaptureFixture[str]) -> Path:
     """A JSON report of SE-10.4 against the reference with FIFO broken."""
     with monkeypatch.context() as m:
-        m.setenv("ZLINK_ADAPTER_PRELOAD", str(FAKES / "preload_mutant.py"))
+        m.setenv("ZLINK_ADAPTER_PRELOAD", str(PRELOAD_FILE))
         m.setenv("ZLINK_MUTANT_NAME", "fifo_swap")
         path = tmp_path / "r.json"
         assert main(["conformance", "run", "--only", CASE, "--json", str(path)]) == 1
@@ -52,7 +52,7 @@ def test_replay_reproduces_the_failure_and_passes_on_a_correct_runtime(
     out = capsys.readouterr().out
     assert f"replay of {CASE}: pass (judged by the case's checks" in out
     assert '> {"id":1,"cmd":"reset"}' in out
-    monkeypatch.setenv("ZLINK_ADAPTER_PRELOAD", str(FAKES / "preload_mutant.py"))
+    monkeypatch.setenv("ZLINK_ADAPTER_PRELOAD", str(PRELOAD_FILE))
     monkeypatch.setenv("ZLINK_MUTANT_NAME", "fifo_swap")
     assert main(["conformance", "replay", str(report), "--case", CASE, "-q"]) == 1
     out = capsys.readouterr().out

@@ -1,6 +1,7 @@
-"""Self-test: every mutant of tests/mutants.py, switched on in the reference adapter, fails
-at least one case on the rule it breaks, and the kill matrix in docs/conformance.md is
-what a fresh run prints (refresh it with `zlink conformance self-test --write-docs
+"""Self-test: every mutant of the reference adapter's catalogue
+(``zlink_reference_adapter.mutants``), switched on in the reference adapter, fails at
+least one case on the rule it breaks, and the kill matrix in docs/conformance.md is what
+a fresh run prints (refresh it with `zlink conformance self-test --write-docs
 docs/conformance.md`)."""
 
 from __future__ import annotations
@@ -9,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from zlink_conformance.adapters import reference_adapter_command
 from zlink_conformance.catalog import Catalogue
 from zlink_conformance.selftest import (
     UNOBSERVABLE,
@@ -19,8 +19,9 @@ from zlink_conformance.selftest import (
     matrix_markdown,
     rule_matches,
 )
+from zlink_reference_adapter import MUTANTS_FILE, PRELOAD_FILE, reference_adapter_command
 
-from kit_helpers import FAKES, child_env
+from kit_helpers import child_env
 
 pytestmark = pytest.mark.slow  # one adapter process per mutant, about 20 s in all
 
@@ -36,9 +37,9 @@ def test_rules_match_themselves_their_family_and_their_related_rules() -> None:
 
 def test_every_mutant_is_killed_on_its_rule_and_the_documented_matrix_is_current(
         catalogue: Catalogue) -> None:
-    mutants = load_mutants(ROOT / "tests" / "mutants.py")
+    mutants = load_mutants(MUTANTS_FILE)
     rows = kill_matrix(mutants, catalogue.cases, reference_adapter_command(),
-                       FAKES / "preload_mutant.py", child_env())
+                       PRELOAD_FILE, child_env())
     assert [(r.name, r.verdict) for r in rows if r.verdict != "killed"] == [
         (name, "unobservable") for name in UNOBSERVABLE]
     # Under a mutant the runtime is broken, and a broken runtime may fail a timing-

@@ -377,7 +377,7 @@ async def test_SE_10_13_actor_and_session_coordinators_raise_too() -> None:
 
 
 def test_SE_9_trace_names_are_the_core_transitions() -> None:
-    from zlink_reference._core.queue import EVENTS
+    from zlink_model.queue import EVENTS
 
     rec = TraceRecorder()
 

@@ -7,20 +7,20 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from zlink_reference import ZLinkExecutionLanePolicy, ZLinkProtocolError, ZLinkRejectedError
-from zlink_reference._core.queue import (
+from zlink_model.queue import (
     APPLICATION_LANE,
     LIFECYCLE_LANE,
     QueueConfig,
     QueueCore,
     WorkRecord,
 )
-from zlink_reference._core.rules import (
+from zlink_model.rules import (
     Source,
     admission_verdict,
     reservation_bytes,
     select_next,
 )
+from zlink_reference import ZLinkExecutionLanePolicy, ZLinkProtocolError, ZLinkRejectedError
 
 
 def make_core(**kw: int) -> QueueCore:

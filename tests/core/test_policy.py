@@ -6,8 +6,8 @@ import dataclasses
 
 import pytest
 
+from zlink_model.policy import MIB
 from zlink_reference import ZLinkExecutionLanePolicy
-from zlink_reference._core.policy import MIB
 
 
 def test_SE_6_1_policy_defaults_are_the_seed_values() -> None:

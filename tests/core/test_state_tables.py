@@ -9,8 +9,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from zlink_reference import ZLinkExecutionLanePolicy, ZLinkRejectedError
-from zlink_reference._core.queue import (
+from zlink_model.queue import (
     DRAIN_TRANSITIONS,
     PHASE_NAMES,
     QUEUED,
@@ -22,6 +21,7 @@ from zlink_reference._core.queue import (
     WorkRecord,
     drain_state,
 )
+from zlink_reference import ZLinkExecutionLanePolicy, ZLinkRejectedError
 
 OPS = ["admit", "transfer", "enter", "step", "yield", "requeue", "cancel", "tick"]
 

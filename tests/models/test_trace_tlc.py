@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from zlink_reference.tla.trace import TraceFormatError, build_trace_model, check_with_tlc
+from zlink_tool.tla.trace import TraceFormatError, build_trace_model, check_with_tlc
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))

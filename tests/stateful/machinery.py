@@ -24,9 +24,9 @@ from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import precondition, rule
 
+from zlink_model.invariants import TraceChecker, Violation
+from zlink_model.replay import Disagreement
 from zlink_reference import ZLinkExecutionLanePolicy
-from zlink_reference.invariants import TraceChecker, Violation
-from zlink_reference.replay import Disagreement
 
 T = TypeVar("T")
 

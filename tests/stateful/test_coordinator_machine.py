@@ -13,7 +13,7 @@ gates, move the clock, change Actor registrations, take an Actor's pending work 
 After every rule:
 
 * every queue of the Spot satisfies the queue invariants over its trace and its core,
-  and replays through the model (``zlink_reference.invariants``, ``.replay``);
+  and replays through the model (``zlink_model.invariants``, ``.replay``);
 * in the wide wirings, the SpotWide invariants hold over the Spot's queues
   (``OneTurnHoldsSpotGate``, ``YieldedActorKeepsClaim``, ``PayloadReservedOnce`` with
   the payloads the machine submitted, ``SpotQueueReservesFixedCostOnly``,
@@ -38,6 +38,9 @@ from typing import Any
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
+from zlink_model.invariants import TraceChecker, Violation, check_spot_wide
+from zlink_model.queue import WorkRecord
+from zlink_model.replay import TraceReplayer
 from zlink_reference import (
     ZLinkClosedError,
     ZLinkExecutionLanePolicy,
@@ -53,10 +56,8 @@ from zlink_reference import (
     current_work,
     yield_framework_call,
 )
-from zlink_reference._core.queue import WorkRecord
-from zlink_reference.invariants import TraceChecker, Violation, check_spot_wide, spot_wide_view
-from zlink_reference.replay import TraceReplayer
 from zlink_reference.testing import TraceRecorder, VirtualClock
+from zlink_reference.testing.spot import spot_wide_view
 
 from machinery import (
     LoopDriver,

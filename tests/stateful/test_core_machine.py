@@ -6,7 +6,7 @@ state and the machine's model-only variables (``budgetUsed``, ``returned``, ``yi
 exactly as ``docs/models.md`` lists them. When a guard holds the core must take the
 step; when a submission's guard says Reject the core must refuse it and change nothing.
 After every step every queue invariant is checked, over the core and over its trace
-(``zlink_reference.invariants``): the machine is the TLC run with random instead of
+(``zlink_model.invariants``): the machine is the TLC run with random instead of
 exhaustive exploration, and with policies TLC's bounds never reach.
 """
 
@@ -21,8 +21,8 @@ from hypothesis.stateful import (
     rule,
 )
 
-from zlink_reference import ZLinkExecutionLanePolicy, ZLinkRejectedError
-from zlink_reference._core.queue import (
+from zlink_model.invariants import QueueChecker
+from zlink_model.queue import (
     COMPLETED,
     MODE_CANCELLED,
     MODE_OPEN,
@@ -34,13 +34,13 @@ from zlink_reference._core.queue import (
     QueueCore,
     WorkRecord,
 )
-from zlink_reference._core.rules import (
+from zlink_model.rules import (
     APPLICATION_LANE,
     LIFECYCLE_LANE,
     Source,
     admission_verdict,
 )
-from zlink_reference.invariants import QueueChecker
+from zlink_reference import ZLinkExecutionLanePolicy, ZLinkRejectedError
 from zlink_reference.testing import TraceRecorder
 
 from machinery import fail_on, machine_settings, small_policies, stats

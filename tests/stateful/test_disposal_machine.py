@@ -36,6 +36,8 @@ from typing import Any
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
+from zlink_model.invariants import TraceChecker, Violation
+from zlink_model.replay import TraceReplayer
 from zlink_reference import (
     ZLinkActorSerialExecutor,
     ZLinkClosedError,
@@ -50,8 +52,6 @@ from zlink_reference import (
     yield_framework_call,
 )
 from zlink_reference.disposal import ZLinkNotDisposedError
-from zlink_reference.invariants import TraceChecker, Violation
-from zlink_reference.replay import TraceReplayer
 from zlink_reference.testing import TraceRecorder, VirtualClock
 
 from machinery import (

@@ -1,4 +1,4 @@
-"""The kill matrix: every catalogued mutant (tests/mutants.py) is caught by at least one
+"""The kill matrix: every catalogued mutant (zlink_reference_adapter/mutants.py) is caught by at least one
 state machine.
 
 Each mutant is switched on in a fresh pytest process (``ZLINK_MUTANT``) that runs the four
@@ -27,7 +27,8 @@ from pathlib import Path
 
 import pytest
 
-import mutants
+from zlink_reference_adapter import mutants
+
 from test_mutants_coordinators import DISPOSAL_KILLER
 from test_mutants_coordinators import KILLER as COORDINATOR_KILLER
 from test_mutants_unit import KILLER as QUEUE_KILLER

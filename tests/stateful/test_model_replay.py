@@ -1,4 +1,4 @@
-"""Model replay (``zlink_reference.replay``): a trace recorded from the asyncio runtime
+"""Model replay (``zlink_model.replay``): a trace recorded from the asyncio runtime
 replays through the pure core event by event, and a trace the model does not allow is
 refused at its first wrong event, with the reason and what the model would have done."""
 
@@ -10,6 +10,8 @@ import io
 import json
 from typing import Any
 
+from zlink_model.replay import TraceReplayer, check_trace, replay
+from zlink_model.trace import read_trace
 from zlink_reference import (
     ZLinkExecutionLanePolicy,
     ZLinkSerialExecutionQueue,
@@ -17,9 +19,7 @@ from zlink_reference import (
     ZLinkUserSpotExecutionMode,
     yield_framework_call,
 )
-from zlink_reference.replay import TraceReplayer, check_trace, replay
 from zlink_reference.testing import TraceEvent, TraceRecorder, VirtualClock, run_until_idle
-from zlink_reference.testing.trace import read_trace
 
 POLICY = ZLinkExecutionLanePolicy(application_message_capacity=2, lifecycle_burst_limit=1,
                                   owner_time_budget_ms=3)

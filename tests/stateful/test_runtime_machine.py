@@ -10,9 +10,9 @@ After every rule:
 
 * the trace recorded so far satisfies every queue invariant (over the trace, with the
   policy's limits and time budget) and the queue's core satisfies them too, in
-  agreement with the trace (``zlink_reference.invariants``);
+  agreement with the trace (``zlink_model.invariants``);
 * the trace replays through a fresh pure core, event by event (model agreement: the
-  running code did only what the model allows, ``zlink_reference.replay``);
+  running code did only what the model allows, ``zlink_model.replay``);
 * what the application sees agrees: one work runs at a time, a resumed work runs on its
   own turn, every handle settles once with the outcome the trace reports, every failure
   reaches the error hook once, the loop logged no error.
@@ -29,6 +29,9 @@ from typing import Any
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
+from zlink_model.invariants import QueueChecker, Violation
+from zlink_model.replay import QueueReplayer
+from zlink_model.rules import admission_verdict
 from zlink_reference import (
     ZLinkExecutionLanePolicy,
     ZLinkRejectedError,
@@ -37,9 +40,6 @@ from zlink_reference import (
     current_work,
     yield_framework_call,
 )
-from zlink_reference._core.rules import admission_verdict
-from zlink_reference.invariants import QueueChecker, Violation
-from zlink_reference.replay import QueueReplayer
 from zlink_reference.testing import TraceRecorder, VirtualClock
 
 from machinery import (

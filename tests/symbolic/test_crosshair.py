@@ -1,5 +1,5 @@
 """CrossHair checks the PEP 316 contracts of the pure decision rules (admission, lane
-selection and the lifecycle burst, reservations, the time slice: ``_core/rules.py``) by
+selection and the lifecycle burst, reservations, the time slice: ``zlink_model/rules.py``) by
 symbolic execution, and finds a counterexample when a rule is planted with an
 off-by-one or a dropped condition.
 
@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-CORE = ROOT / "reference" / "zlink_reference" / "_core"
+CORE = ROOT / "model" / "zlink_model"
 PER_CONDITION = "4"
 WHOLE_RUN = 240  # seconds: a bound, not a measurement
 
@@ -36,7 +36,7 @@ def crosshair(target: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 @pytest.mark.slow
 def test_SE_6_3_SE_6_6_rules_keep_their_contracts_under_crosshair() -> None:
-    proc = crosshair(CORE / "rules.py", ROOT / "reference")
+    proc = crosshair(CORE / "rules.py", ROOT / "model")
     assert proc.returncode == 0 and "error" not in proc.stdout, (
         f"CrossHair found a counterexample:\n{proc.stdout}\n{proc.stderr}")
 

@@ -14,10 +14,10 @@ import z3
 from hypothesis import given
 from hypothesis import strategies as st
 
+from zlink_model.rules import Source, admission_verdict, select_next
 from zlink_reference import RejectReason, ZLinkExecutionLanePolicy
-from zlink_reference._core.rules import Source, admission_verdict, select_next
-from zlink_reference.cli.main import main
-from zlink_reference.policycheck import (
+from zlink_tool.cli.main import main
+from zlink_tool.policycheck import (
     ACCEPT,
     BYTES,
     CLOSED,

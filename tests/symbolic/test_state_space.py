@@ -2,7 +2,7 @@
 of a SerialQueue run, reaches exactly the numbers of distinct and generated states TLC
 reached (models/manifest.json), and every reached core satisfies the queue invariants.
 
-The enumeration drives ``QueueCore`` itself (``zlink_reference.statespace``), so the
+The enumeration drives ``QueueCore`` itself (``zlink_tool.statespace``), so the
 numbers agree only if every transition does what its TLA+ action does; the last tests
 show that a broken transition moves the numbers or is refused outright.
 """
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from zlink_reference._core.queue import QueueCore
-from zlink_reference.statespace import AgreementError, explore, load_bounds, manifest_counts
+from zlink_model.queue import QueueCore
+from zlink_tool.statespace import AgreementError, explore, load_bounds, manifest_counts
 
 MODELS = Path(__file__).resolve().parents[2] / "models"
 

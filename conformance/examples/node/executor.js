@@ -2,7 +2,7 @@
 // (ZLinkSerialExecutionQueue) and the Spot, Actor and Session coordinators.
 //
 // It is the runtime that adapter.js puts under test, written so that a runtime author
-// can read it next to specs/decisions.md and reference/zlink_reference/_core/queue.py,
+// can read it next to specs/decisions.md and model/zlink_model/queue.py,
 // whose state machine it follows transition by transition (the names in the comments
 // are the core's: admit, transfer, enter_drain, take_next, finish, yield_turn, requeue,
 // end_slice, exit_drain, close).
@@ -86,7 +86,7 @@ export class ZLinkProtocolError extends Error {
 }
 
 // ----------------------------------------------------------------- the decision rules
-// The pure functions of reference/zlink_reference/_core/rules.py: each decides one thing.
+// The pure functions of model/zlink_model/rules.py: each decides one thing.
 
 const APPLICATION = 0;
 const LIFECYCLE = 1;

@@ -4,7 +4,7 @@ Theory of operation
 ===================
 
 The invariants of ``invariants`` judge a log without a model. This module goes further:
-it drives ``QueueCore`` instances of the reference core (``zlink_reference._core``), one
+it drives ``QueueCore`` instances of the reference core (``zlink_model``), one
 per owner queue the runner knows from its own ``create`` and ``submit`` commands (the
 routing table says which queue admits each work and on which queue's turn it runs), and
 maps every observed event onto the core transition(s) it implies:
@@ -69,9 +69,9 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from zlink_reference._core.errors import ZLinkProtocolError, ZLinkRejectedError
-from zlink_reference._core.policy import ZLinkExecutionLanePolicy
-from zlink_reference._core.queue import (
+from zlink_model.errors import ZLinkProtocolError, ZLinkRejectedError
+from zlink_model.policy import ZLinkExecutionLanePolicy
+from zlink_model.queue import (
     CANCELLED,
     COMPLETED,
     DONE,
@@ -88,7 +88,7 @@ from zlink_reference._core.queue import (
     QueueCore,
     WorkRecord,
 )
-from zlink_reference._core.rules import (
+from zlink_model.rules import (
     APPLICATION_LANE,
     LIFECYCLE_LANE,
     Source,

@@ -32,14 +32,14 @@ from functools import partial
 from types import CoroutineType
 from typing import Any, Generic, TypeVar, cast
 
-from .._core.errors import (
+from zlink_model.errors import (
     ZLinkNotOnTurnError,
     ZLinkReentrancyError,
     ZLinkUsageError,
     ZLinkYieldNotSupportedError,
 )
-from .._core.policy import ZLinkExecutionLanePolicy
-from .._core.queue import (
+from zlink_model.policy import ZLinkExecutionLanePolicy
+from zlink_model.queue import (
     CANCELLED,
     COMPLETED,
     FAILED,
@@ -52,7 +52,8 @@ from .._core.queue import (
     QueueCore,
     WorkRecord,
 )
-from .._core.rules import APPLICATION_LANE, LIFECYCLE_LANE, Source
+from zlink_model.rules import APPLICATION_LANE, LIFECYCLE_LANE, Source
+
 from .clock import MonotonicClock, ZLinkClock
 from .scope import ScopeMixin, ScopeState, record_zombie_failure
 

@@ -36,8 +36,8 @@ from collections.abc import Callable, Iterator
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
 
-from .._core.errors import ZLinkUsageError
-from .._core.queue import (
+from zlink_model.errors import ZLinkUsageError
+from zlink_model.queue import (
     MODE_CANCELLED,
     MODE_OPEN,
     MODE_TIMEOUT,

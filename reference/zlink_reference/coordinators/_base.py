@@ -7,9 +7,10 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from .._core.errors import ZLinkClosedError
-from .._core.policy import ZLinkExecutionLanePolicy
-from .._core.queue import Observer, QueueConfig
+from zlink_model.errors import ZLinkClosedError
+from zlink_model.policy import ZLinkExecutionLanePolicy
+from zlink_model.queue import Observer, QueueConfig
+
 from .._shell.clock import ZLinkClock
 from .._shell.queue import (
     ErrorHook,

@@ -6,8 +6,9 @@ import asyncio
 from functools import partial
 from typing import Any
 
-from .._core.policy import ZLinkExecutionLanePolicy
-from .._core.queue import Observer
+from zlink_model.policy import ZLinkExecutionLanePolicy
+from zlink_model.queue import Observer
+
 from .._shell.clock import ZLinkClock
 from .._shell.queue import ErrorHook, QueueStatistics, Work, ZLinkWorkHandle
 from ._base import Coordinator, check_id, check_payload, check_work

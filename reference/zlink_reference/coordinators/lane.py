@@ -17,7 +17,8 @@ from collections.abc import Callable
 from threading import get_ident
 from typing import TypeVar
 
-from .._core.errors import ZLinkReentrancyError
+from zlink_model.errors import ZLinkReentrancyError
+
 from .._shell.queue import QueueRuntime
 
 __all__ = ["ZLinkStateLane"]

@@ -13,8 +13,9 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from .._core.policy import ZLinkExecutionLanePolicy
-from .._core.queue import CANCELLED, Observer
+from zlink_model.policy import ZLinkExecutionLanePolicy
+from zlink_model.queue import CANCELLED, Observer
+
 from .._shell.clock import ZLinkClock
 from .._shell.queue import ErrorHook, QueueStatistics, Work, ZLinkWorkHandle
 from ._base import Coordinator, check_id, check_payload, check_work

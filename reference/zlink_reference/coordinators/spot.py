@@ -33,8 +33,9 @@ from functools import partial
 from threading import get_ident
 from typing import Any
 
-from .._core.policy import ZLinkExecutionLanePolicy
-from .._core.queue import Observer, WorkRecord
+from zlink_model.policy import ZLinkExecutionLanePolicy
+from zlink_model.queue import Observer, WorkRecord
+
 from .._shell.clock import ZLinkClock
 from .._shell.queue import (
     ErrorHook,

@@ -12,7 +12,7 @@ import sys
 import time
 from typing import Any
 
-from zlink_conformance.adapters.reference import CommandError, ReferenceAdapter
+from zlink_reference_adapter.adapter import CommandError, ReferenceAdapter
 
 
 class Misbehaving(ReferenceAdapter):

