@@ -298,6 +298,16 @@ async function members() {
     else if (typeof value === 'object' && value !== null) items = Object.values(value);
     return items.some((item) => item instanceof ZLinkSerialExecutionQueue);
   };
+  // What the member gives: a field's or getter's value, or a method's result; the
+  // error, if reading or calling it throws.
+  const give = (obj, name, args) => {
+    try {
+      const value = obj[name];
+      return typeof value === 'function' ? value.apply(obj, args) : value;
+    } catch (error) {
+      return error instanceof Error ? error : new Error(String(error));
+    }
+  };
   const out = {};
   for (const [type, cls] of Object.entries(COORDINATORS)) {
     const names = new Set(Object.keys(probe(type)));
@@ -307,19 +317,8 @@ async function members() {
     const found = {};
     for (const name of [...names].sort()) {
       if (name === 'constructor' || name.startsWith('_') || name.startsWith('execute')) continue;
-      const obj = probe(type);
-      let value = obj[name];
-      if (typeof value === 'function') {
-        try {
-          value = value.call(obj);
-        } catch {
-          try {
-            value = value.call(probe(type), 'probe');
-          } catch {
-            value = undefined;
-          }
-        }
-      }
+      let value = give(probe(type), name, []);
+      if (value instanceof Error) value = give(probe(type), name, ['probe']);
       if (value !== null && typeof value?.then === 'function') {
         value = await Promise.race([
           Promise.resolve(value).catch(() => undefined),

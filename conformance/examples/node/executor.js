@@ -247,7 +247,9 @@ export class ZLinkRuntime {
     const deadline = new Promise((resolve) => {
       timer = this.callLater(zombieGraceMs, () => { expired = true; resolve(); });
     });
-    const quiet = Promise.all(this._scopes.map((s) => s._scope().whenQuiet()));
+    // Every scope is disposed by now, so waiting after cancellation is allowed; the
+    // zombies' failures were logged as they happened and need no handler here.
+    const quiet = Promise.all(this._scopes.map((s) => s.awaitAfterCancellation(() => {})));
     await Promise.race([quiet, deadline]);
     timer.cancel();
     const abandoned = expired ? this.zombies() : [];
@@ -284,8 +286,14 @@ let failureOrder = 0;
 
 /** One accepted work: its owner and label and, once it ended, its outcome. */
 export class ZLinkWorkHandle {
+  // The queue that accepted it, and the turns and claims it needs when they are more
+  // than that queue's: private, because the handle goes to the application, and no
+  // handle may hand out a queue (SE-10.1).
+  #queue;
+  #gates = null;
+
   constructor(queue, work) {
-    this._queue = queue; // the queue that accepted it (internal: never handed out)
+    this.#queue = queue;
     this._work = work;
     this.label = ''; // a free-form name for logs and observers
     this.outcome = null; // 'completed', 'failed' or 'cancelled' once ended
@@ -300,14 +308,13 @@ export class ZLinkWorkHandle {
     this._zombie = false;
     this._executionTurn = false; // a SpotWide turn: the work is counted by its Actor queue
     this._turn = null; // on a SpotWide Actor record: the execution turn it placed
-    this._gates = null; // the turns and claims it needs, when more than its queue's
     this._quiet = false; // its failure is reported by the execution turn, not by it
     this._snapshotOf = null; // reads its Actor's state snapshot when it starts (SE-7)
     this._callbacks = [];
   }
 
   /** The name of the queue that accepted the work (SE-3: the runtime chose it). */
-  get owner() { return this._queue.name; }
+  get owner() { return this.#queue.name; }
 
   /** True once the work has ended (completed, failed or cancelled). */
   get done() { return this.outcome !== null; }
@@ -330,7 +337,18 @@ export class ZLinkWorkHandle {
     else this._callbacks.push(callback);
   }
 
-  _gatesList() { return this._gates ?? [this._queue]; }
+  /** SpotWide: a work needs its Actor's claim and the Spot gate (D-14). */
+  _needs(...gates) { this.#gates = gates; }
+
+  /** Whether this work holds its queue's turn right now. */
+  _holdsTurn() { return this._phase === RUNNING && this.#queue._current === this; }
+
+  /** Whether this work and `other` need a turn or claim in common. */
+  _sharesGateWith(other) {
+    const mine = this.#gates ?? [this.#queue];
+    return other.#gates === null ? mine.includes(other.#queue) : other.#gates.some((gate) => mine.includes(gate));
+  }
+
 
   _settle(outcome, value) {
     this.outcome = outcome;
@@ -344,9 +362,8 @@ export class ZLinkWorkHandle {
  *  never end; throw at the call instead. */
 function checkReentrancy(target) {
   const holder = currentWork.getStore();
-  if (holder === undefined || holder._phase !== RUNNING || holder._queue._current !== holder) return;
-  const held = holder._gatesList();
-  if (target === holder || target._gatesList().some((gate) => held.includes(gate))) {
+  if (holder === undefined || !holder._holdsTurn()) return;
+  if (target === holder || target._sharesGateWith(holder)) {
     throw new ZLinkReentrancyError(`work ${holder.label || '(unlabelled)'} on ${holder.owner} waits for work `
       + `${target.label || '(unlabelled)'} of ${target.owner}, which needs a turn the waiter holds (SE-8.2)`);
   }
@@ -613,9 +630,6 @@ export class ZLinkScope {
   statistics() {
     return Object.fromEntries(this.#scope.queues.map((q) => [q.name, q._statistics()]));
   }
-
-  /** For this module's runtime end only. */
-  _scope() { return this.#scope; }
 }
 
 // ---------------------------------------------------------------- the queue primitive
@@ -632,6 +646,8 @@ const OWNED = Symbol('owned by a coordinator');
  * slices; Yield; and, as a scope of its own, disposal.
  */
 export class ZLinkSerialExecutionQueue extends ZLinkScope {
+  #scope;
+
   /**
    * @param {string} name the owner's name, as events and errors report it
    * @param {ReturnType<typeof lanePolicy>} policy
@@ -643,6 +659,7 @@ export class ZLinkSerialExecutionQueue extends ZLinkScope {
     const scope = new Scope(name, runtime, { zombieWarnAfterMs });
     super(scope);
     scope.adopt(this);
+    this.#scope = scope;
     this.name = name;
     this.policy = policy;
     this._rt = runtime;
@@ -689,7 +706,7 @@ export class ZLinkSerialExecutionQueue extends ZLinkScope {
   }
 
   /** Resolves once every accepted work has ended, zombies included. */
-  awaitQuiescence() { return this._scope().whenQuiet(true); }
+  awaitQuiescence() { return this.#scope.whenQuiet(true); }
 
   /** No new submissions; accepted work still runs to its end. Idempotent. */
   close() {
@@ -1180,7 +1197,7 @@ export class ZLinkSpotSerialExecutor extends ZLinkScope {
       const turn = new ZLinkWorkHandle(spot, work);
       turn.label = claim.label;
       turn._executionTurn = true;
-      turn._gates = [spot, queue];
+      turn._needs(spot, queue);
       turn._snapshotOf = snapshotOf;
       claim._turn = turn;
       spot._transfer(turn);
@@ -1188,7 +1205,7 @@ export class ZLinkSpotSerialExecutor extends ZLinkScope {
         turn.onDone((ended) => (ended.outcome === 'completed' ? resolve(ended.value) : reject(ended.value)));
       });
     }, payloadBytes);
-    claim._gates = [queue, spot];
+    claim._needs(queue, spot);
     claim._quiet = true; // a failure is reported once, by the Spot queue that ran it
     return claim;
   }
