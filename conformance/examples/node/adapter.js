@@ -4,27 +4,31 @@
 // It reads commands as JSON Lines on stdin and writes replies and events on stdout
 // (specs/adapter-protocol.md); its log goes to stderr. Run the suite against it with
 //
-//   zlink conformance run --adapter "node conformance/examples/node/adapter.js" --allow-skips
+//   zlink conformance run --adapter "node conformance/examples/node/adapter.js"
 //
 // How it keeps the protocol's promises:
 // * One case, one runtime, one virtual clock. `reset` drops every target, work, gate and
 //   call and makes a fresh ZLinkRuntime whose clock moves only on `advance` and `busy`.
 // * Events are written the moment they happen, from the code that makes them happen:
 //   `accepted`/`rejected` by `submit` before its reply; `started`, `resumed`,
-//   `finished`, `failed` by the work itself, on its turn; `yielded` by the runtime's
-//   observer at the moment the turn is given back. Owners come from the queue that runs
-//   the work (turn.owner), not from the routing table, so the runner's routing check
-//   checks the runtime.
-// * `settle` answers once nothing can progress: no drain the runtime posted is still
-//   waiting to run, checked from a fresh macrotask (so every promise continuation that
-//   was ready has run by then). See settle() below.
+//   `finished`, `failed`, `cancelled` by the work itself, on its turn; `yielded` by the
+//   runtime's observer at the moment the turn is given back; `cancelled` of a work that
+//   never started by its handle's onDone callback, when the disposal ends it. Owners
+//   come from the queue that runs the work (turn.owner), not from the routing table, so
+//   the runner's routing check checks the runtime.
+// * `settle` answers once nothing can progress: no callback the runtime posted (a drain,
+//   or a timer that came due) is still waiting to run, checked from a fresh macrotask
+//   (so every promise continuation that was ready has run by then). See settle() below.
 // * The runtime progresses between commands as Node's event loop lets it; cases never
 //   depend on how far it gets before a `settle`.
 
 import { createInterface } from 'node:readline';
+import { Worker } from 'node:worker_threads';
 import {
   lanePolicy,
   ZLinkActorSerialExecutor,
+  ZLinkNotDisposedError,
+  ZLinkReentrancyError,
   ZLinkRejectedError,
   ZLinkRuntime,
   ZLinkSerialExecutionQueue,
@@ -34,16 +38,20 @@ import {
 } from './executor.js';
 
 const PROTOCOL_VERSION = 1;
-const RUNTIME = { name: 'zlink-node-example', version: '0.1.0', language: `node ${process.versions.node}` };
+const RUNTIME = { name: 'zlink-node-example', version: '0.2.0', language: `node ${process.versions.node}` };
 
-// Only what this runtime really does. Cases needing anything else are skipped by the
-// runner: disposal, runtime_end, zombie_listing, zombie_warning (no scope disposal
-// here), snapshots (no Actor registrations) and reentrancy_detection (no SE-8.2 check).
+// Everything the protocol defines, each implemented below and by executor.js.
 const CAPABILITIES = [
   'actor',
+  'concurrent_submission',
+  'disposal',
+  'member_listing',
   'queue',
+  'reentrancy_detection',
+  'runtime_end',
   'session',
   'single_execution_resource',
+  'snapshots',
   'spot.entry',
   'spot.instance',
   'spot.user.per_actor',
@@ -51,20 +59,9 @@ const CAPABILITIES = [
   'statistics',
   'virtual_clock',
   'yield',
+  'zombie_listing',
+  'zombie_warning',
 ];
-
-// Commands of the protocol this adapter answers with `unsupported`, and the capability
-// each needs (the runner never sends them when that capability is not declared).
-const UNSUPPORTED = {
-  register: 'snapshots',
-  update_registration: 'snapshots',
-  dispose: 'disposal',
-  as_not_safely: 'disposal',
-  await: 'disposal',
-  runtime_end: 'runtime_end',
-  zombies: 'zombie_listing',
-};
-const UNSUPPORTED_OPS = { wait_for: 'reentrancy_detection', snapshot: 'snapshots' };
 
 const NAME = /^[A-Za-z][A-Za-z0-9_.-]{0,63}$/;
 const POLICY_FIELDS = {
@@ -78,6 +75,13 @@ const POLICY_FIELDS = {
 };
 // A settle that has waited this many macrotasks gives up: the runtime is livelocked.
 const SETTLE_TURNS = 100_000;
+// submit_concurrent: the protocol's bounds on how many submissions race at once.
+const CONCURRENT_MIN = 2;
+const CONCURRENT_MAX = 16;
+// The runtime's work phases in the protocol's zombie states.
+const ZOMBIE_STATES = { queued: 'queued', running: 'running', suspended: 'yielded', requeued: 'yielded' };
+// A handle's outcome in the protocol's `waited` outcomes.
+const OUTCOMES = { completed: 'finished', failed: 'failed', cancelled: 'cancelled' };
 
 /** A command this adapter refuses; becomes `{"ok": false, "error": {kind, message}}`. */
 class CommandError extends Error {
@@ -88,8 +92,6 @@ class CommandError extends Error {
 }
 
 const bad = (message) => new CommandError('bad_command', message);
-const undeclared = (what, capability) =>
-  new CommandError('unsupported', `${what} needs capability ${capability}, which this adapter does not declare`);
 
 /** Thrown inside a work by the `raise` op or a failed external call. */
 class ScriptError extends Error {}
@@ -106,11 +108,35 @@ function log(text) {
 
 // ----------------------------------------------------------- case-side test doubles
 
-/** The runtime's clock for a case: integer milliseconds that move only when told. */
+/** The runtime's clock for a case: integer milliseconds that move only when told.
+ *  Timers that come due on `advance` are called in due order; the runtime's callback
+ *  only posts the real work (ZLinkRuntime.callLater), so nothing runs on the stack of
+ *  the work whose `busy` op moved the clock. */
 class VirtualClock {
   ms = 0;
+  #timers = []; // [due, order, callback, cancelled], kept sorted by due then order
+  #order = 0;
+
   now() { return this.ms; }
-  advance(ms) { this.ms += ms; }
+
+  advance(ms) {
+    this.ms += ms;
+    while (this.#timers.length > 0 && this.#timers[0].due <= this.ms) {
+      const timer = this.#timers.shift();
+      if (!timer.cancelled) timer.callback();
+    }
+  }
+
+  callLater(ms, callback) {
+    const timer = { due: this.ms + ms, order: this.#order++, callback, cancelled: false };
+    if (ms <= 0) {
+      callback();
+    } else {
+      this.#timers.push(timer);
+      this.#timers.sort((a, b) => a.due - b.due || a.order - b.order);
+    }
+    return { cancel: () => { timer.cancelled = true; } };
+  }
 }
 
 /** A latch a work waits at, holding its turn, until the runner opens it. */
@@ -123,7 +149,7 @@ class Gate {
   }
 }
 
-/** An external call the runner completes or fails. */
+/** An external call the runner completes or fails; a disposal may cut it short. */
 class ExternalCall {
   state = 'pending';
   constructor() {
@@ -140,12 +166,30 @@ class ExternalCall {
     this._reject(new ScriptError(message));
   }
   /** What a work's framework call starts: done already (a value, or a throw) or a
-   *  promise that the runner settles later. */
-  start() {
+   *  promise that the runner settles later. The work's signal cuts a pending call short
+   *  when the work is cancelled (D-15); the runner then hears `cancelled` from it. */
+  start(signal) {
     if (this.state === 'completed') return undefined;
     if (this.state === 'failed') throw new ScriptError(this.message);
+    if (this.state === 'pending') {
+      signal.addEventListener('abort', () => {
+        if (this.state === 'pending') this.state = 'cancelled';
+      }, { once: true });
+    }
     return this.settled;
   }
+}
+
+/** Resolves with `promise`, or rejects with the signal's reason once it is aborted:
+ *  how a script's waits let a cancellation through. */
+function cancellable(promise, signal) {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  let stop;
+  const aborted = new Promise((_, reject) => {
+    stop = () => reject(signal.reason);
+    signal.addEventListener('abort', stop, { once: true });
+  });
+  return Promise.race([promise, aborted]).finally(() => signal.removeEventListener('abort', stop));
 }
 
 // -------------------------------------------------------------------- entry points
@@ -179,6 +223,10 @@ const ENTRIES = {
   },
 };
 
+const COORDINATORS = {
+  spot: ZLinkSpotSerialExecutor, actor: ZLinkActorSerialExecutor, session: ZLinkSessionSerialExecutor,
+};
+
 function need(fields, key) {
   if (fields[key] === undefined) throw bad(`the submission needs ${key}`);
   return fields[key];
@@ -193,17 +241,20 @@ function nameOf(fields, key) {
   return value;
 }
 
+function valuesOf(cmd) {
+  const values = cmd.values ?? {};
+  if (typeof values !== 'object' || values === null || Array.isArray(values)) throw bad('values must be an object');
+  return values;
+}
+
 const snakeCase = (name) => name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
 
 /** The handshake's surface, read from the coordinator classes themselves: each
  *  execute* method and its parameter names, in the protocol's snake_case spelling. A
  *  parameter that let a caller pick a queue would show up here (SE-10.1). */
 function surface() {
-  const classes = {
-    spot: ZLinkSpotSerialExecutor, actor: ZLinkActorSerialExecutor, session: ZLinkSessionSerialExecutor,
-  };
   const out = {};
-  for (const [type, cls] of Object.entries(classes)) {
+  for (const [type, cls] of Object.entries(COORDINATORS)) {
     out[type] = {};
     const methods = Object.getOwnPropertyNames(cls.prototype).filter((m) => m.startsWith('execute'));
     for (const method of methods.sort()) {
@@ -215,6 +266,86 @@ function surface() {
   }
   return out;
 }
+
+/**
+ * The handshake's members (SE-2.5): every public member of each coordinator beyond its
+ * entry points, and whether it hands out one of the coordinator's queues. JavaScript
+ * has no declared result types to read, so this looks at what the members really give:
+ * on a probe coordinator (with an Actor and a timer queue made, so maps are not empty)
+ * it reads every public field and getter, and calls every public method, on a fresh
+ * probe each time so that one member's effect (close, dispose) cannot hide another's
+ * result; a method that refuses to be called without arguments is tried with one id.
+ * Anything that is, or holds, a ZLinkSerialExecutionQueue counts as a queue; a promise
+ * counts by what it resolves to. Private (#) fields are invisible by construction.
+ */
+async function members() {
+  const probe = (type) => {
+    const runtime = new ZLinkRuntime({ clock: new VirtualClock(), onError: () => {}, onZombieWarning: () => {} });
+    const obj = type === 'spot'
+      ? new ZLinkSpotSerialExecutor('probe', { mode: 'per_actor', runtime })
+      : new COORDINATORS[type]('probe', { runtime });
+    if (type === 'spot') {
+      obj.executeActor('probe', () => {});
+      obj.executeTimer('probe', () => {});
+    }
+    return obj;
+  };
+  const holdsQueue = (value) => {
+    if (value instanceof ZLinkSerialExecutionQueue) return true;
+    let items = [];
+    if (Array.isArray(value) || value instanceof Set) items = [...value];
+    else if (value instanceof Map) items = [...value.keys(), ...value.values()];
+    else if (typeof value === 'object' && value !== null) items = Object.values(value);
+    return items.some((item) => item instanceof ZLinkSerialExecutionQueue);
+  };
+  // What the member gives: a field's or getter's value, or a method's result; the
+  // error, if reading or calling it throws.
+  const give = (obj, name, args) => {
+    try {
+      const value = obj[name];
+      return typeof value === 'function' ? value.apply(obj, args) : value;
+    } catch (error) {
+      return error instanceof Error ? error : new Error(String(error));
+    }
+  };
+  const out = {};
+  for (const [type, cls] of Object.entries(COORDINATORS)) {
+    const names = new Set(Object.keys(probe(type)));
+    for (let proto = cls.prototype; proto !== Object.prototype; proto = Object.getPrototypeOf(proto)) {
+      for (const name of Object.getOwnPropertyNames(proto)) names.add(name);
+    }
+    const found = {};
+    for (const name of [...names].sort()) {
+      if (name === 'constructor' || name.startsWith('_') || name.startsWith('execute')) continue;
+      let value = give(probe(type), name, []);
+      if (value instanceof Error) value = give(probe(type), name, ['probe']);
+      if (value !== null && typeof value?.then === 'function') {
+        value = await Promise.race([
+          Promise.resolve(value).catch(() => undefined),
+          new Promise((resolve) => { setImmediate(() => setImmediate(() => resolve(undefined))); }),
+        ]);
+      }
+      found[name] = holdsQueue(value) ? 'queue' : 'other';
+    }
+    out[type] = found;
+  }
+  return out;
+}
+
+// A submitting thread of submit_concurrent. Each one waits at a barrier (a shared
+// counter) until every thread is running, then hands its submission to the runtime's
+// thread, the only one that changes a queue (D-7), exactly as a Node program's worker
+// threads submit: by message. Which thread's message arrives first is the race.
+const SUBMITTER = `
+const { parentPort, workerData } = require('node:worker_threads');
+const { arrived, count, submission } = workerData;
+Atomics.add(arrived, 0, 1);
+Atomics.notify(arrived, 0);
+for (let seen = Atomics.load(arrived, 0); seen < count; seen = Atomics.load(arrived, 0)) {
+  Atomics.wait(arrived, 0, seen);
+}
+parentPort.postMessage(submission);
+`;
 
 // ---------------------------------------------------------------------------- case
 
@@ -228,11 +359,14 @@ class Case {
       observer: (event, owner, work) => this.observe(event, owner, work),
       // A failing work reports `failed` itself, from its own code; nothing to add.
       onError: () => {},
+      onZombieWarning: (zombie) => this.zombieWarning(zombie),
     });
-    this.targets = new Map(); // name -> {type, obj, queues()}
-    this.works = new Map(); // name -> {id, started, ended, owner, pendingCall, yielded}
+    this.targets = new Map(); // name -> {name, type, obj}
+    this.works = new Map(); // name -> {id, handle, started, ended, admitOwner, owner, pendingCall, yielded}
     this.gates = new Map();
     this.calls = new Map();
+    this.waiters = new Set();
+    this.zombiesSeen = new Set();
   }
 
   /** Write an event, unless this case was dropped (a work of an old case never
@@ -250,6 +384,13 @@ class Case {
     if (ws === undefined || ws.pendingCall === null) return;
     ws.yielded = true;
     this.emit('yielded', { work: ws.id, owner, call: ws.pendingCall });
+  }
+
+  /** The runtime's SD-6 hook: a zombie outlived its scope's threshold. */
+  zombieWarning(zombie) {
+    log(`zombie ${zombie.label} of ${zombie.owner} still ${zombie.state} after ${this.clock.now() - zombie.since} ms`);
+    const ws = this.works.get(zombie.label);
+    if (ws !== undefined) this.emit('zombie_warning', { work: ws.id, owner: ws.started ? ws.owner : ws.admitOwner });
   }
 
   target(name) {
@@ -271,9 +412,10 @@ class Case {
   }
 
   // ---------------------------------------------------------------- submission
-  /** Submit one work (from the `submit` command or a work's `submit` op); the verdict
-   *  is written as an event before anything else about the work. */
-  submit(sub) {
+  /** Submit one work (from the `submit` command, a work's `submit` op or a thread of
+   *  `submit_concurrent`); the verdict is written as an event before anything else
+   *  about the work. With a `latch`, the work waits for it before it starts. */
+  submit(sub, latch = null) {
     const id = nameOf(sub, 'work');
     if (this.works.has(id)) throw bad(`work ${id} was submitted already`);
     const target = this.target(sub.target);
@@ -281,10 +423,13 @@ class Case {
     if (entry === undefined) throw bad(`a ${target.type} has no entry ${JSON.stringify(sub.entry)}`);
     const script = sub.script ?? [];
     checkScript(script);
-    const ws = { id, started: false, ended: false, owner: target.name, pendingCall: null, yielded: false };
+    const ws = {
+      id, handle: null, started: false, ended: false, admitOwner: target.name, owner: target.name,
+      pendingCall: null, yielded: false,
+    };
     let handle;
     try {
-      handle = entry(target.obj, this.workFor(ws, script), sub);
+      handle = entry(target.obj, this.workFor(ws, script, latch), sub);
     } catch (error) {
       if (error instanceof ZLinkRejectedError) {
         ws.ended = true;
@@ -296,34 +441,55 @@ class Case {
       throw error;
     }
     handle.label = id;
+    ws.handle = handle;
+    ws.admitOwner = ws.owner = handle.owner;
     this.works.set(id, ws);
-    this.emit('accepted', { work: id, owner: handle.queue.name });
+    this.emit('accepted', { work: id, owner: ws.admitOwner });
+    // A work that ends without its code reporting it (cancelled before it started, by
+    // a disposal) is reported here, on the queue that admitted it.
+    handle.onDone((ended) => this.reportEnd(ws, ended));
     return 'accepted';
   }
 
-  /** The function the runtime runs for a script. Without a gate or call op it never
-   *  waits, so it is a plain synchronous function (a synchronous turn); otherwise async. */
-  workFor(ws, script) {
+  reportEnd(ws, handle) {
+    if (ws.ended) return;
+    ws.ended = true;
+    const owner = ws.started ? ws.owner : ws.admitOwner;
+    if (handle.outcome === 'cancelled') this.emit('cancelled', { work: ws.id, owner });
+    else if (handle.outcome === 'failed') this.emit('failed', { work: ws.id, owner, message: String(handle.value) });
+    else this.emit('finished', { work: ws.id, owner });
+  }
+
+  /** The function the runtime runs for a script. Without a gate, call or wait_for op it
+   *  never waits, so it is a plain synchronous function (a synchronous turn); otherwise
+   *  async. */
+  workFor(ws, script, latch) {
     const begin = (turn) => {
       ws.started = true;
       ws.owner = turn.owner;
       this.emit('started', { work: ws.id, owner: ws.owner });
     };
     const end = (error) => {
+      if (ws.ended) return;
       ws.ended = true;
       if (error === undefined) {
         this.emit('finished', { work: ws.id, owner: ws.owner });
+        return;
+      }
+      if (error?.name === 'ZLinkCancelledError') {
+        this.emit('cancelled', { work: ws.id, owner: ws.owner });
         return;
       }
       const scripted = error instanceof ScriptError;
       if (!scripted) log(`work ${ws.id}: ${error?.stack ?? error}`);
       this.emit('failed', { work: ws.id, owner: ws.owner, message: scripted ? error.message : String(error) });
     };
-    if (!script.some((op) => op.op === 'gate' || op.op === 'call')) {
+    const waits = script.some((op) => op.op === 'gate' || op.op === 'call' || op.op === 'wait_for');
+    if (!waits && latch === null) {
       return (turn) => {
         begin(turn);
         try {
-          script.forEach((op, index) => this.runOp(ws, index, op));
+          script.forEach((op, index) => this.runOp(ws, turn, index, op));
         } catch (error) {
           end(error);
           throw error;
@@ -332,12 +498,14 @@ class Case {
       };
     }
     return async (turn) => {
+      if (latch !== null) await latch;
       begin(turn);
       try {
         for (const [index, op] of script.entries()) {
-          if (op.op === 'gate') await this.gate(op.gate).opened;
+          if (op.op === 'gate') await this.runGate(turn, op);
           else if (op.op === 'call') await this.runCall(ws, turn, index, op.call);
-          else this.runOp(ws, index, op);
+          else if (op.op === 'wait_for') await this.runWaitFor(ws, turn, index, op.work);
+          else this.runOp(ws, turn, index, op);
         }
       } catch (error) {
         end(error);
@@ -347,13 +515,16 @@ class Case {
     };
   }
 
-  runOp(ws, index, op) {
+  runOp(ws, turn, index, op) {
     switch (op.op) {
       case 'busy':
         this.clock.advance(op.ms);
         return;
       case 'raise':
         throw new ScriptError(op.message);
+      case 'snapshot':
+        this.emit('snapshot', { work: ws.id, owner: ws.owner, values: { ...(turn.snapshot?.values ?? {}) } });
+        return;
       case 'submit':
         try {
           this.submit(op);
@@ -368,12 +539,21 @@ class Case {
     }
   }
 
+  /** The `gate` op: wait, holding the turn, until the gate opens. A cancellation ends
+   *  the wait, unless the op ignores it (a turn that cannot be interrupted): then the
+   *  work waits on and goes on normally. */
+  runGate(turn, op) {
+    const gate = this.gate(op.gate);
+    if (op.ignore_cancel) return gate.opened;
+    return cancellable(gate.opened, turn.signal);
+  }
+
   /** The `call` op: a framework call on the named external call (SE-6.7). */
   async runCall(ws, turn, index, name) {
     const call = this.call(name);
     ws.pendingCall = name;
     try {
-      await turn.yieldFrameworkCall(() => call.start());
+      await turn.yieldFrameworkCall((signal) => call.start(signal));
     } catch (error) {
       if (!(error instanceof ZLinkYieldNotSupportedError)) throw error;
       this.emit('error', { work: ws.id, owner: ws.owner, op: index, kind: 'yield_not_supported' });
@@ -385,6 +565,27 @@ class Case {
       }
     }
   }
+
+  /** The `wait_for` op: wait, holding the turn, for another work to end. The runtime
+   *  refuses at once a wait that could never end (SE-8.2). */
+  async runWaitFor(ws, turn, index, name) {
+    const other = this.works.get(name);
+    if (other === undefined || other.handle === null) {
+      log(`work ${ws.id} op ${index}: no accepted work named ${JSON.stringify(name)}`);
+      this.emit('error', { work: ws.id, owner: ws.owner, op: index, kind: 'other' });
+      return;
+    }
+    let ended;
+    try {
+      ended = await cancellable(other.handle.whenDone(), turn.signal);
+    } catch (error) {
+      if (!(error instanceof ZLinkReentrancyError)) throw error;
+      log(`work ${ws.id} op ${index}: ${error.message}`);
+      this.emit('error', { work: ws.id, owner: ws.owner, op: index, kind: 'reentrancy' });
+      return;
+    }
+    this.emit('waited', { work: ws.id, owner: ws.owner, target: name, outcome: OUTCOMES[ended.outcome] });
+  }
 }
 
 /** Refuse a script this adapter cannot run before anything is submitted. */
@@ -392,14 +593,14 @@ function checkScript(script) {
   if (!Array.isArray(script)) throw bad('script must be a list of ops');
   for (const op of script) {
     if (typeof op !== 'object' || op === null) throw bad('a script op must be an object');
-    if (Object.hasOwn(UNSUPPORTED_OPS, op.op)) throw undeclared(`op ${op.op}`, UNSUPPORTED_OPS[op.op]);
     if (op.op === 'gate') nameOf(op, 'gate');
     else if (op.op === 'call') nameOf(op, 'call');
+    else if (op.op === 'wait_for') nameOf(op, 'work');
     else if (op.op === 'busy') checkMs(op.ms);
     else if (op.op === 'raise') {
       if (typeof op.message !== 'string') throw bad('raise needs a message');
     } else if (op.op === 'submit') checkScript(op.script ?? []);
-    else throw bad(`unknown op ${JSON.stringify(op.op)}`);
+    else if (op.op !== 'snapshot') throw bad(`unknown op ${JSON.stringify(op.op)}`);
   }
 }
 
@@ -423,13 +624,27 @@ function policyFrom(data, what) {
   }
 }
 
+/** Runtime errors of a command's arguments become `bad_command` replies. */
+function asCommand(fn) {
+  try {
+    return fn();
+  } catch (error) {
+    if (error instanceof TypeError || error instanceof RangeError) throw bad(error.message);
+    throw error;
+  }
+}
+
+/** Work labels in order, each once: what `returned` reports. */
+const labels = (zombies) => [...new Set(zombies.map((z) => z.label).filter(Boolean))];
+
 // ------------------------------------------------------------------------ commands
 
 class Adapter {
   greeted = false;
   case = new Case();
 
-  /** Carry out one command; returns the reply's fields (a promise for `settle`). */
+  /** Carry out one command; returns the reply's fields (a promise for `hello`,
+   *  `settle` and `submit_concurrent`). */
   run(cmd) {
     const name = cmd.cmd;
     if (name === 'hello') return this.hello(cmd);
@@ -440,18 +655,20 @@ class Adapter {
       this.case = new Case();
       return {};
     }
-    if (Object.hasOwn(UNSUPPORTED, name)) throw undeclared(name, UNSUPPORTED[name]);
     if (!Object.hasOwn(COMMANDS, name)) throw bad(`unknown command ${JSON.stringify(name)}`);
     return COMMANDS[name](this.case, cmd);
   }
 
-  hello(cmd) {
+  async hello(cmd) {
     if (cmd.protocol !== PROTOCOL_VERSION) {
       const asked = JSON.stringify(cmd.protocol);
       throw new CommandError('unsupported', `this adapter speaks protocol ${PROTOCOL_VERSION}, not ${asked}`);
     }
     this.greeted = true;
-    return { protocol: PROTOCOL_VERSION, runtime: RUNTIME, capabilities: CAPABILITIES, surface: surface() };
+    return {
+      protocol: PROTOCOL_VERSION, runtime: RUNTIME, capabilities: CAPABILITIES, surface: surface(),
+      members: await members(),
+    };
   }
 }
 
@@ -461,43 +678,79 @@ const COMMANDS = {
     if (c.targets.has(name)) throw bad(`target ${name} exists`);
     const policy = policyFrom(cmd.policy, 'policy');
     const runtime = c.runtime;
-    let obj;
-    try {
+    const zombieWarnAfterMs = cmd.zombie_warn_after_ms;
+    const obj = asCommand(() => {
       switch (cmd.type) {
         case 'spot':
-          obj = new ZLinkSpotSerialExecutor(name, {
-            kind: cmd.kind ?? 'user', mode: cmd.mode, policy, runtime,
+          return new ZLinkSpotSerialExecutor(name, {
+            kind: cmd.kind ?? 'user', mode: cmd.mode, policy, runtime, zombieWarnAfterMs,
             actorPolicy: policyFrom(cmd.actor_policy, 'actor_policy'),
             timerPolicy: policyFrom(cmd.timer_policy, 'timer_policy'),
           });
-          break;
         case 'actor':
-          obj = new ZLinkActorSerialExecutor(name, { policy, runtime });
-          break;
+          return new ZLinkActorSerialExecutor(name, {
+            policy, runtime, zombieWarnAfterMs, actorType: cmd.actor_type ?? null,
+          });
         case 'session':
-          obj = new ZLinkSessionSerialExecutor(name, { policy, runtime });
-          break;
-        case 'queue': {
-          const queue = new ZLinkSerialExecutionQueue(name, policy, runtime);
-          queue.queues = () => [queue];
-          obj = queue;
-          break;
-        }
+          return new ZLinkSessionSerialExecutor(name, { policy, runtime, zombieWarnAfterMs });
+        case 'queue':
+          return new ZLinkSerialExecutionQueue(name, policy, runtime, { zombieWarnAfterMs });
         default:
           throw bad(`unknown target type ${JSON.stringify(cmd.type)}`);
       }
-    } catch (error) {
-      if (error instanceof TypeError || error instanceof RangeError) throw bad(error.message);
-      throw error;
-    }
-    // actor_type and zombie_warn_after_ms only matter for snapshots and zombie
-    // warnings, which this adapter does not declare: accepted and ignored.
+    });
     c.targets.set(name, { name, type: cmd.type, obj });
     return {};
   },
 
   submit(c, cmd) {
     return { verdict: c.submit(cmd) };
+  },
+
+  /**
+   * Submit every submission at once, each from its own OS thread (a worker thread).
+   * The threads start together at a barrier and post their submissions; this thread,
+   * the only one that changes the runtime, admits each as it arrives, so a capacity
+   * check and its insertion stay one step whatever the race (SE-6.3). The works wait at
+   * a latch that opens once every verdict is written, so no `started` comes before an
+   * `accepted`.
+   */
+  submit_concurrent(c, cmd) {
+    const subs = cmd.submissions;
+    if (!Array.isArray(subs) || subs.length < CONCURRENT_MIN || subs.length > CONCURRENT_MAX
+      || !subs.every((sub) => typeof sub === 'object' && sub !== null && !Array.isArray(sub))) {
+      throw bad(`submissions must be a list of ${CONCURRENT_MIN} to ${CONCURRENT_MAX} submission objects`);
+    }
+    let openLatch;
+    const latch = new Promise((resolve) => { openLatch = resolve; });
+    const arrived = new Int32Array(new SharedArrayBuffer(4));
+    const errors = [];
+    const handed = subs.map((submission) => new Promise((resolve) => {
+      const worker = new Worker(SUBMITTER, { eval: true, workerData: { arrived, count: subs.length, submission } });
+      let done = false;
+      worker.on('message', (sub) => {
+        done = true;
+        try {
+          c.submit(sub, latch);
+        } catch (error) {
+          errors.push(error instanceof CommandError ? error : new CommandError('internal', String(error)));
+        }
+        resolve();
+      });
+      const lost = (why) => {
+        if (done) return;
+        done = true;
+        errors.push(new CommandError('internal', `a submitting thread ended without submitting: ${why}`));
+        resolve();
+      };
+      worker.on('error', (error) => lost(error.message));
+      worker.on('exit', (code) => lost(`exit code ${code}`));
+    }));
+    return Promise.all(handed).then(() => {
+      openLatch();
+      if (errors.length > 0) throw errors[0];
+      return {};
+    });
   },
 
   open(c, cmd) {
@@ -507,6 +760,7 @@ const COMMANDS = {
 
   complete(c, cmd) {
     const call = c.call(nameOf(cmd, 'call'));
+    if (call.state === 'cancelled') return { state: 'cancelled' }; // cut short by a disposal (D-15)
     if (call.state !== 'pending') throw bad(`call ${cmd.call} was already ${call.state}`);
     call.complete();
     return { state: 'completed' };
@@ -514,25 +768,49 @@ const COMMANDS = {
 
   fail(c, cmd) {
     const call = c.call(nameOf(cmd, 'call'));
+    if (call.state === 'cancelled') return { state: 'cancelled' };
     if (call.state !== 'pending') throw bad(`call ${cmd.call} was already ${call.state}`);
     call.fail(typeof cmd.message === 'string' ? cmd.message : 'external call failed');
     return { state: 'failed' };
   },
 
   advance(c, cmd) {
-    // This runtime has no timers of its own (no disposal timeouts, no zombie
-    // warnings), so moving the clock is all there is to do.
+    // Timers that came due (disposal timeouts, zombie warnings, the runtime end's grace
+    // period) are posted; settle waits for them like for a drain.
     c.clock.advance(checkMs(cmd.ms));
     return { now_ms: c.clock.now() };
   },
 
+  register(c, cmd) {
+    const { obj, type } = c.target(cmd.target);
+    const values = valuesOf(cmd);
+    asCommand(() => {
+      if (type === 'spot') obj.registerActor(nameOf(cmd, 'actor_id'), cmd.actor_type ?? null, values);
+      else if (type === 'actor') obj.register(values, cmd.actor_type ?? undefined);
+      else throw bad(`a ${type} has no Actor registrations`);
+    });
+    return {};
+  },
+
+  update_registration(c, cmd) {
+    const { obj, type } = c.target(cmd.target);
+    const values = valuesOf(cmd);
+    asCommand(() => {
+      if (type === 'spot') obj.updateActorRegistration(nameOf(cmd, 'actor_id'), values);
+      else if (type === 'actor') obj.updateRegistration(values);
+      else throw bad(`a ${type} has no Actor registrations`);
+    });
+    return {};
+  },
+
   /**
    * Answer once nothing can progress without further input. Every step of this
-   * runtime is either a drain it posted with setImmediate (counted by
-   * runtime.postedDrains) or a promise continuation (a microtask). Node runs every
-   * ready microtask before the next macrotask, so a check made from a fresh
-   * setImmediate that finds no posted drain left sees a runtime where every work is
-   * finished, at a shut gate, yielded on a pending call, or queued behind one of those.
+   * runtime is either a callback it posted with setImmediate (a drain, or a timer of
+   * the virtual clock that came due; counted by runtime.postedDrains) or a promise
+   * continuation (a microtask). Node runs every ready microtask before the next
+   * macrotask, so a check made from a fresh setImmediate that finds no posted callback
+   * left sees a runtime where every work is finished, at a shut gate, yielded on a
+   * pending call, waiting for such a work, or queued behind one of those.
    */
   settle(c) {
     return new Promise((resolve, reject) => {
@@ -556,20 +834,87 @@ const COMMANDS = {
     return {};
   },
 
+  dispose(c, cmd) {
+    const { obj } = c.target(cmd.target);
+    asCommand(() => {
+      switch (cmd.mode) {
+        case 'dispose': obj.dispose(); break;
+        case 'dispose_safely': obj.disposeSafely(); break;
+        case 'dispose_after_timeout': obj.disposeAfterTimeout(cmd.timeout_ms); break;
+        case 'destroy': obj.destroy(); break;
+        default: throw bad(`unknown dispose mode ${JSON.stringify(cmd.mode)}`);
+      }
+    });
+    // Every work the call made a zombie, once, on the queue it is on (SD-2).
+    for (const zombie of obj.zombies()) {
+      const ws = c.works.get(zombie.label);
+      if (ws === undefined || c.zombiesSeen.has(ws.id)) continue;
+      c.zombiesSeen.add(ws.id);
+      c.emit('zombie', { work: ws.id, owner: ws.started ? ws.owner : ws.admitOwner });
+    }
+    return {};
+  },
+
+  as_not_safely(c, cmd) {
+    c.target(cmd.target).obj.asNotSafely();
+    return {};
+  },
+
+  await(c, cmd) {
+    const { obj } = c.target(cmd.target);
+    const waiter = nameOf(cmd, 'waiter');
+    if (c.waiters.has(waiter)) throw bad(`waiter ${waiter} exists`);
+    if (cmd.mode === 'completion') {
+      c.waiters.add(waiter);
+      obj.awaitCompletion().then(() => c.emit('returned', { waiter }));
+    } else if (cmd.mode === 'after_cancellation') {
+      c.waiters.add(waiter);
+      const errors = [];
+      obj.awaitAfterCancellation((error) => errors.push(error?.message ?? String(error))).then(
+        () => c.emit('returned', { waiter, errors }),
+        (error) => {
+          if (!(error instanceof ZLinkNotDisposedError)) throw error; // a fault of the runtime
+          c.emit('returned', { waiter, error: 'not_disposed' });
+        },
+      );
+    } else {
+      throw bad(`unknown await mode ${JSON.stringify(cmd.mode)}`);
+    }
+    return {};
+  },
+
+  runtime_end(c, cmd) {
+    const waiter = nameOf(cmd, 'waiter');
+    if (c.waiters.has(waiter)) throw bad(`waiter ${waiter} exists`);
+    const graceMs = checkMs(cmd.grace_ms ?? 1000);
+    c.waiters.add(waiter);
+    c.runtime.end({ zombieGraceMs: graceMs }).then(({ cancelled, abandoned }) => {
+      c.emit('returned', { waiter, cancelled: labels(cancelled), abandoned: labels(abandoned) });
+    });
+    return {};
+  },
+
   statistics(c, cmd) {
+    const { obj } = c.target(cmd.target);
     const owners = {};
-    let active = 0;
-    for (const queue of c.target(cmd.target).obj.queues()) {
-      const s = queue.statistics();
-      owners[queue.name] = {
+    for (const [owner, s] of Object.entries(obj.statistics())) {
+      owners[owner] = {
         application_count: s.applicationCount,
         application_bytes: s.applicationBytes,
         lifecycle_count: s.lifecycleCount,
         lifecycle_bytes: s.lifecycleBytes,
       };
-      active += queue.active;
     }
-    return { active, zombies: 0, owners }; // no disposal here, hence no zombies
+    return { active: obj.activeCount(), zombies: obj.zombieCount(), owners };
+  },
+
+  zombies(c, cmd) {
+    const zombies = c.target(cmd.target).obj.zombies().map((zombie) => {
+      const ws = c.works.get(zombie.label);
+      const owner = ws === undefined ? zombie.owner : (ws.started ? ws.owner : ws.admitOwner);
+      return { work: zombie.label, owner, state: ZOMBIE_STATES[zombie.state] };
+    });
+    return { zombies };
   },
 };
 
