@@ -175,6 +175,21 @@ def test_the_readme_names_every_bug_switch() -> None:
     assert set(BUGS) | {"count_after_wake"} == names
 
 
+def test_the_readmes_code_excerpts_are_in_the_runtime() -> None:
+    """The README quotes the runtime; every quoted line (besides the elisions) must stay
+    in the sources, whitespace aside."""
+    text = (EXAMPLE / "README.md").read_text()
+    blocks = re.findall(r"```java\n(.*?)```", text, re.S)
+    assert blocks
+    source = " ".join(p.read_text() for p in sorted((EXAMPLE / "src").rglob("*.java")))
+    flat = " ".join(source.split())
+    for block in blocks:
+        for line in block.splitlines():
+            quoted = " ".join(line.split())
+            if quoted and quoted != "...":
+                assert quoted in flat, quoted
+
+
 @needs_jdk
 def test_bad_input_gets_protocol_replies_not_a_crash() -> None:
     lines = [

@@ -255,13 +255,11 @@ public final class Adapter {
         PrintStream protocolOut = new PrintStream(new FileOutputStream(FileDescriptor.out), false, StandardCharsets.UTF_8);
         // A stray print anywhere must never corrupt the protocol stream: System.out is the log.
         System.setOut(System.err);
-        for (String bug : ZLinkRuntimeBugs.requested()) {
-            if (!ZLinkRuntime.KNOWN_BUGS.contains(bug)) {
-                log("ZLINK_JAVA_BUG names an unknown bug " + bug + "; known: " + ZLinkRuntime.KNOWN_BUGS);
-                System.exit(2);
-            }
-            log("deliberate bug switched on: " + bug);
+        if (!ZLinkRuntime.unknownBugs().isEmpty()) {
+            log("ZLINK_JAVA_BUG names unknown bugs " + ZLinkRuntime.unknownBugs() + "; known: " + ZLinkRuntime.KNOWN_BUGS);
+            System.exit(2);
         }
+        for (String bug : ZLinkRuntime.activeBugs()) log("deliberate bug switched on: " + bug);
         int threads = 1;
         String t = System.getenv("ZLINK_JAVA_THREADS");
         if (t != null && !t.isBlank()) {
@@ -280,16 +278,5 @@ public final class Adapter {
         protocolOut.flush();
         // Pool threads are daemons; blocked works of the last case must not keep us alive.
         System.exit(0);
-    }
-
-    /** Names in ZLINK_JAVA_BUG, for the startup check. */
-    static final class ZLinkRuntimeBugs {
-        static List<String> requested() {
-            String v = System.getenv("ZLINK_JAVA_BUG");
-            List<String> out = new ArrayList<>();
-            if (v == null) return out;
-            for (String p : v.split(",")) if (!p.isBlank()) out.add(p.trim().toLowerCase(java.util.Locale.ROOT));
-            return out;
-        }
     }
 }

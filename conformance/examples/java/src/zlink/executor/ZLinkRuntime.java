@@ -1,7 +1,6 @@
 package zlink.executor;
 
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.Collections;
 import java.util.HashSet;
 import java.util.List;
@@ -77,6 +76,23 @@ public final class ZLinkRuntime {
 
     static boolean bug(String name) {
         return BUGS.contains(name);
+    }
+
+    /** Names in ZLINK_JAVA_BUG that are not in {@link #KNOWN_BUGS}: a typo must not pass
+     *  for a bug that is switched on. */
+    public static List<String> unknownBugs() {
+        List<String> out = new ArrayList<>();
+        for (String name : BUGS) if (!KNOWN_BUGS.contains(name)) out.add(name);
+        Collections.sort(out);
+        return out;
+    }
+
+    /** Names in ZLINK_JAVA_BUG that this runtime honours. */
+    public static List<String> activeBugs() {
+        List<String> out = new ArrayList<>(BUGS);
+        out.retainAll(KNOWN_BUGS);
+        Collections.sort(out);
+        return out;
     }
 
     private static Set<String> parseBugs(String value) {
@@ -240,6 +256,6 @@ public final class ZLinkRuntime {
 
     @Override
     public String toString() {
-        return "ZLinkRuntime(inFlight=" + inFlight() + ", bugs=" + Arrays.toString(BUGS.toArray()) + ")";
+        return "ZLinkRuntime(inFlight=" + inFlight() + ", bugs=" + activeBugs() + ")";
     }
 }

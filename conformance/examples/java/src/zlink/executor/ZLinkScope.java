@@ -90,13 +90,16 @@ public abstract class ZLinkScope {
         List<ZLinkSerialExecutionQueue> queues = scopeQueues();
         boolean left = false;
         for (ZLinkSerialExecutionQueue q : queues) left |= q.scopeDisposeAfterTimeout();
+        boolean started = false;
         synchronized (scopeLock) {
             if (timer == null && left) {
                 timer = rt.clock().callLater(timeoutMs, this::expire);
-                // Everything ended before the timeout: the timer has nothing left to do.
-                rt.when(() -> liveCount() == 0).thenRun(this::stopTimer);
+                started = true;
             }
         }
+        // Everything ended before the timeout: the timer has nothing left to do. Registered
+        // outside the scope's lock, since a waiter may complete (and act) right here.
+        if (started) rt.when(() -> liveCount() == 0).thenRun(this::stopTimer);
     }
 
     private void expire() {

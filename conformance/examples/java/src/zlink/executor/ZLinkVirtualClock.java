@@ -1,7 +1,5 @@
 package zlink.executor;
 
-import java.util.ArrayList;
-import java.util.List;
 import java.util.PriorityQueue;
 
 /**
@@ -83,12 +81,5 @@ public final class ZLinkVirtualClock implements ZLinkClock {
     public synchronized boolean hasDue() {
         Timer t = timers.peek();
         return t != null && t.due <= now;
-    }
-
-    /** For logs: the due times of the pending timers. */
-    public synchronized List<Long> pending() {
-        List<Long> out = new ArrayList<>();
-        for (Timer t : timers) out.add(t.due);
-        return out;
     }
 }
