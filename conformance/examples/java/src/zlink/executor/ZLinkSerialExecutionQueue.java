@@ -23,8 +23,8 @@ import java.util.concurrent.locks.ReentrantLock;
  * particular checks capacity, issues the sequence number, inserts and sets the
  * drain-scheduled flag in one step (SE-6.3), so threads racing to submit can never
  * overfill a lane. No application code and no other queue's lock is ever entered while
- * this lock is held; the only call out is the observer's {@code yielded}, which must see
- * the turn still held.
+ * this lock is held; the only calls out are the observer's hooks: {@code transition}, for
+ * traces, and {@code yielded}, which must run while the turn is still held.
  *
  * <h2>The drain role</h2>
  * Whoever sets {@code drainScheduled} posts exactly one drain to the execution resource,
