@@ -1,0 +1,217 @@
+"""The Java example (`conformance/examples/java/`) against the suite: it declares every
+capability, so every case runs and passes and the CLI exits 0 without --allow-skips,
+also over repeated runs; with several pool threads it drops only the capability that
+needs one thread and still passes everything it declares; each deliberate bug of its
+runtime (ZLINK_JAVA_BUG) fails the cases of the rule it breaks; its README says what the
+code does; bad input gets protocol replies, not a crash."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from zlink_conformance.catalog import Catalogue
+from zlink_conformance.protocol.wire import CAPABILITIES
+from zlink_conformance.runner import Runner, SuiteReport
+from zlink_reference.cli.main import main
+
+from kit_helpers import child_env
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "conformance" / "examples" / "java"
+# The capability a pool of several threads cannot honour (D-13: one resource, first come
+# first served); the adapter declares it only when it runs on one thread.
+ONE_THREAD = "single_execution_resource"
+
+JAVAC = shutil.which("javac")
+JAVA = shutil.which("java")
+needs_jdk = pytest.mark.skipif(
+    JAVAC is None or JAVA is None,
+    reason="javac/java not found: the Java example adapter needs a JDK "
+           "(apt-get install default-jdk-headless)")
+
+
+def adapter_argv() -> list[str]:
+    return ["sh", str(EXAMPLE / "run.sh")]
+
+
+def run_suite(catalogue: Catalogue, **env: str) -> SuiteReport:
+    with Runner(adapter_argv(), env=env) as runner:
+        return runner.run(catalogue.cases)
+
+
+def not_passed(report: SuiteReport) -> list[tuple[str, str, list[str]]]:
+    return [(r.case.id, r.status, r.messages) for r in report.results if r.status != "passed"]
+
+
+@pytest.fixture(scope="module")
+def java_run(catalogue: Catalogue) -> SuiteReport:
+    return run_suite(catalogue)
+
+
+def declared(report: SuiteReport) -> set[str]:
+    assert report.handshake is not None
+    return set(report.handshake.capabilities)
+
+
+@needs_jdk
+def test_every_case_runs_and_passes(java_run: SuiteReport, catalogue: Catalogue) -> None:
+    assert not_passed(java_run) == []
+    assert len(java_run.results) == len(catalogue.cases)
+    assert java_run.restarts == 0
+    assert java_run.success()  # without allow_skips: a conforming runtime
+    assert java_run.handshake is not None and java_run.handshake.unknown_capabilities == ()
+    # It declares every capability the kit knows, and each is exercised by a case.
+    assert declared(java_run) == set(CAPABILITIES)
+    assert declared(java_run) <= {cap for r in java_run.results for cap in r.case.capabilities}
+
+
+@needs_jdk
+def test_the_cli_exits_0_without_allow_skips_and_repeats_identically(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("PYTHONPATH", child_env()["PYTHONPATH"])
+    runs = 3
+    assert main(["conformance", "run", "--adapter", shlex.join(adapter_argv()), "-q",
+                 "--repeat", str(runs)]) == 0
+    out = capsys.readouterr().out
+    assert "conformance: every required case passed" in out
+    assert f"verdicts identical across {runs} runs" in out
+    assert "FAIL" not in out and "ERROR" not in out
+
+
+@needs_jdk
+def test_a_pool_of_several_threads_passes_all_it_declares(catalogue: Catalogue) -> None:
+    report = run_suite(catalogue, ZLINK_JAVA_THREADS="4")
+    assert declared(report) == set(CAPABILITIES) - {ONE_THREAD}
+    for result in report.results:
+        if ONE_THREAD in result.case.capabilities:
+            assert result.status == "skipped", result.case.id
+        else:
+            assert result.status == "passed", (result.case.id, result.messages)
+    assert report.success(allow_skips=True)
+
+
+# Each deliberate bug: a rule it breaks (some failing case checks it), what the failure
+# must name (the model invariant that caught it), and whether the run still conforms
+# (exit status 0): a bug only an optional case can see leaves every required case passing.
+BUGS = {
+    "lifecycle_ignores_burst_limit": ("SE-10.9", "LifecycleBurstBounded", False),
+    "admission_not_atomic": ("SE-6.3", "CapacityRespected", True),
+}
+
+
+@needs_jdk
+@pytest.mark.parametrize("bug", sorted(BUGS))
+def test_a_broken_runtime_fails_the_cases_of_the_rule_it_breaks(
+    catalogue: Catalogue, bug: str,
+) -> None:
+    rule, named, conforming = BUGS[bug]
+    report = run_suite(catalogue, ZLINK_JAVA_BUG=bug)
+    failed = [r for r in report.results if r.status != "passed"]
+    assert failed, f"{bug}: no case failed"
+    for result in failed:
+        assert result.status == "failed", (result.case.id, result.messages)
+    assert any(result.case.covers(rule) for result in failed)
+    assert any(named in message for result in failed for message in result.messages)
+    assert report.success() is conforming
+    # The cases of rules the bug leaves alone still pass.
+    assert any(r.status == "passed" for r in report.results)
+
+
+@needs_jdk
+def test_settle_that_counts_woken_work_late_is_caught(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The naive settle of the README: a task handed to the executor counts itself in when
+    it starts, not when it is handed over, so a settle can answer in between; the model
+    says the settle left ready work without a drain."""
+    monkeypatch.setenv("PYTHONPATH", child_env()["PYTHONPATH"])
+    monkeypatch.setenv("ZLINK_JAVA_BUG", "count_after_wake")
+    args = ["conformance", "run", "--adapter", shlex.join(adapter_argv()), "-q",
+            "--only", "SE-6.7", "--repeat", "2"]
+    assert main(args) == 1
+    out = capsys.readouterr().out
+    assert "NOT CONFORMING" in out and "FAIL" in out
+    assert "[model NoLostWakeup SE-6.5] settle reply" in out
+
+
+@needs_jdk
+def test_an_unknown_bug_name_stops_the_adapter() -> None:
+    done = subprocess.run(adapter_argv(), input="", capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "ZLINK_JAVA_BUG": "no_such_bug"})
+    assert done.returncode == 2
+    assert "no_such_bug" in done.stderr
+
+
+@needs_jdk
+def test_the_readme_lists_exactly_the_declared_capabilities(java_run: SuiteReport) -> None:
+    text = (EXAMPLE / "README.md").read_text()
+    paragraph = text.split("Declared capabilities:", 1)[1].split("\n\n", 1)[0]
+    assert set(re.findall(r"`([a-z_.]+)`", paragraph)) == declared(java_run)
+
+
+def test_the_readme_names_every_bug_switch() -> None:
+    """Every ZLINK_JAVA_BUG name the runtime knows is documented, and only those."""
+    source = (EXAMPLE / "src" / "zlink" / "executor" / "ZLinkRuntime.java").read_text()
+    known = re.search(r"KNOWN_BUGS = List\.of\((.*?)\);", source, re.S)
+    assert known is not None
+    names = set(re.findall(r'"([a-z_]+)"', known.group(1)))
+    text = (EXAMPLE / "README.md").read_text()
+    table = text.split("## Deliberate bugs", 1)[1].split("\n## ", 1)[0]
+    assert set(re.findall(r"^\| `([a-z_]+)` \|", table, re.M)) == names
+    assert set(BUGS) | {"count_after_wake"} == names
+
+
+def test_the_readmes_code_excerpts_are_in_the_runtime() -> None:
+    """The README quotes the runtime; every quoted line (besides the elisions) must stay
+    in the sources, whitespace aside."""
+    text = (EXAMPLE / "README.md").read_text()
+    blocks = re.findall(r"```java\n(.*?)```", text, re.S)
+    assert blocks
+    source = " ".join(p.read_text() for p in sorted((EXAMPLE / "src").rglob("*.java")))
+    flat = " ".join(source.split())
+    for block in blocks:
+        for line in block.splitlines():
+            quoted = " ".join(line.split())
+            if quoted and quoted != "...":
+                assert quoted in flat, quoted
+
+
+@needs_jdk
+def test_bad_input_gets_protocol_replies_not_a_crash() -> None:
+    lines = [
+        {"id": 0, "cmd": "reset"},
+        {"id": 1, "cmd": "hello", "protocol": 1},
+        "this is not JSON",
+        {"id": 2, "cmd": "frobnicate"},
+        {"id": 3, "cmd": "submit", "work": "w", "target": "nowhere", "entry": "enqueue"},
+        {"id": 4, "cmd": "create", "target": "q", "type": "queue",
+         "policy": {"no_such_field": 1}},
+        {"id": 5, "cmd": "create", "target": "q", "type": "queue"},
+        {"id": 6, "cmd": "submit", "work": "w", "target": "q", "entry": "enqueue",
+         "script": [{"op": "teleport"}]},
+        {"id": 7, "cmd": "create", "target": "S", "type": "spot", "kind": "user"},
+        {"id": 8, "cmd": "settle"},
+        {"id": 9, "cmd": "shutdown"},
+    ]
+    stdin = "".join((line if isinstance(line, str) else json.dumps(line)) + "\n"
+                    for line in lines)
+    done = subprocess.run(adapter_argv(), input=stdin, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    replies = {m["re"]: m for m in map(json.loads, done.stdout.splitlines())}
+    kinds = {n: r["error"]["kind"] for n, r in replies.items() if not r["ok"]}
+    assert kinds == {0: "bad_command", 2: "bad_command", 3: "unknown_target",
+                     4: "bad_command", 6: "bad_command", 7: "bad_command"}
+    assert "no_such_field" in replies[4]["error"]["message"]
+    assert "mode" in replies[7]["error"]["message"]  # a User Spot needs its mode (SE-1.2)
+    assert replies[1]["ok"] and replies[5]["ok"] and replies[8]["ok"] and replies[9]["ok"]
+    assert "not JSON" in done.stderr
