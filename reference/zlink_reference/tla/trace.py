@@ -187,10 +187,9 @@ _MODULE = """\
 ------------------------------- MODULE TraceLog -------------------------------
 (* Written from a recorded log by zlink_reference.tla.trace: the data that   *)
 (* TraceSerialQueue.tla checks, the log of one queue and its lane policy.    *)
-(* What is abstracted away:                                                  *)
-(* work ids (works are 1..N in submission order; a finished or rejected work *)
-(* lends its number to a later one of the same lane and payload), times, and *)
-(* every field the spec has no use for.                                      *)
+(* What is abstracted away: work ids (works are 1..N in submission order; a  *)
+(* finished or rejected work lends its number to a later one of the same     *)
+(* lane and payload), times, and every field the spec has no use for.        *)
 
 \\* The lane policy (ZLinkExecutionLanePolicy).
 LogAppCountCap == {app_count}
