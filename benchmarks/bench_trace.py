@@ -80,7 +80,7 @@ def main() -> int:
     args = ap.parse_args()
     events = asyncio.run(record(args.events, args.seed))
     model = build_trace_model(events, POLICY)
-    works = model.module.split("TraceWorks == 1..")[1].split()[0]
+    works = model.works
     t0 = time.monotonic()
     verdict = check_with_tlc(events, POLICY, ROOT / "models")
     total = time.monotonic() - t0

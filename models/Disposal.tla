@@ -49,15 +49,18 @@
 (*  - Nested scopes and the inherited dispose-safely flag (SD-4): one      *)
 (*    scope shows the rules; inheritance is a constructor default.         *)
 (*  - Real time: the timeout is an environment action.                     *)
+(*                                                                         *)
+(* This module states the specification only. The deliberately broken     *)
+(* variant lives in MCDisposal.tla and replaces MarkZombies through its    *)
+(* .cfg.                                                                   *)
 (***************************************************************************)
 EXTENDS Integers, Sequences, FiniteSets
 
 CONSTANTS
     Works,          \* work identities (positive integers), submitted in increasing order
     MaxYields,      \* [Works -> Nat]
-    Disposals,      \* which disposal calls this run may make:
+    Disposals       \* which disposal calls this run may make:
                     \* SUBSET {"dispose", "safely", "timeout"}
-    Bug             \* "none" or "dispose_safely_counts_zombies"
 
 NoWork == 0
 Outcomes == {"completed", "failed", "cancelled"}
@@ -65,7 +68,6 @@ Outcomes == {"completed", "failed", "cancelled"}
 ASSUME /\ Works \subseteq Nat \ {0}
        /\ MaxYields \in [Works -> Nat]
        /\ Disposals \subseteq {"dispose", "safely", "timeout"}
-       /\ Bug \in {"none", "dispose_safely_counts_zombies"}
 
 VARIABLES
     line,           \* Seq(Works): queued works and resume permits, head first
@@ -237,15 +239,20 @@ Dispose ==
     /\ UNCHANGED <<line, current, phase, outcome, zombie, active, zombies, yields,
                    ends, waitC, waitZ>>
 
+\* Marking every live work a zombie (SD-2): each active work moves from the
+\* active count to the zombie count, so AwaitCompletion no longer waits for it.
+MarkZombies ==
+    LET k == Cardinality(ActiveWorks) IN
+    /\ zombie' = zombie \cup Live
+    /\ active' = active - k
+    /\ zombies' = zombies + k
+
 DisposeSafely ==
     /\ "safely" \in Disposals
     /\ mode = "open"
     /\ CloseScope
     /\ mode' = "safely"
-    /\ LET k == Cardinality(ActiveWorks) IN
-       /\ zombie' = zombie \cup Live
-       /\ active' = IF Bug = "dispose_safely_counts_zombies" THEN active ELSE active - k
-       /\ zombies' = zombies + k
+    /\ MarkZombies
     /\ UNCHANGED <<line, current, phase, outcome, cancelReq, returned, yields, ends,
                    waitC, waitZ>>
 

@@ -3,6 +3,11 @@
 (* Bounds for Disposal.tla: three works submitted in order; works 1 and 3  *)
 (* may yield once (so a work can be suspended or requeued when the scope   *)
 (* is disposed), work 2 runs in one go. Every disposal call is allowed.    *)
+(*                                                                         *)
+(* The end of the module holds the deliberately broken variant: named      *)
+(* <Operator>Bug<Name>, it replaces <Operator> of Disposal.tla in the      *)
+(* configuration MCDisposal_<name>.cfg (Operator <- ...), which must       *)
+(* violate the invariant manifest.json names for it.                       *)
 (***************************************************************************)
 EXTENDS Disposal
 
@@ -11,4 +16,16 @@ YieldFirstAndLast == <<1, 0, 1>>
 TwoWorks == 1..2
 YieldFirst == <<1, 0>>
 AllDisposals == {"dispose", "safely", "timeout"}
+
+-----------------------------------------------------------------------------
+(* Deliberately broken variant.                                            *)
+
+\* dispose_safely_counts_zombies: dispose-safely marks the zombies but leaves
+\* them in the active count, so AwaitCompletion waits for them. Must violate
+\* AwaitCompletionIgnoresZombies.
+MarkZombiesBugDisposeSafelyCountsZombies ==
+    LET k == Cardinality(ActiveWorks) IN
+    /\ zombie' = zombie \cup Live
+    /\ active' = active
+    /\ zombies' = zombies + k
 =============================================================================

@@ -2,7 +2,7 @@
 (***************************************************************************)
 (* Bounds for SerialQueue.tla. Works are taken from one catalogue, so a    *)
 (* run with N works uses works 1..N of it; the .cfg files pick N through   *)
-(* the operators below (and the limits and Bug directly).                  *)
+(* the operators below (and the limits directly).                          *)
 (*                                                                         *)
 (*   work  lane       payload  may yield  submitted by                     *)
 (*   1     app        1        once       s1 (first)                       *)
@@ -18,6 +18,11 @@
 (* lifecycle takes while application work waits would pass it). From 3    *)
 (* works on, the two submitters race for each lane: works 1 and 3 for the *)
 (* application lane's bytes, works 2 and 4 for the lifecycle lane's count. *)
+(*                                                                         *)
+(* The end of the module holds the deliberately broken variants: each is   *)
+(* named <Operator>Bug<Name> and replaces <Operator> of SerialQueue.tla in  *)
+(* the configuration MCSerialQueue_<name>.cfg (Operator <- ...), which      *)
+(* must violate the invariant or property manifest.json names for it.      *)
 (***************************************************************************)
 EXTENDS SerialQueue
 
@@ -59,4 +64,48 @@ Lane5 == LaneUpTo(5)
 Payload5 == PayloadUpTo(5)
 Yields5 == YieldsUpTo(5)
 Script5 == ScriptUpTo(5)
+
+-----------------------------------------------------------------------------
+(* Deliberately broken variants.                                           *)
+
+\* drain_without_flag_check: an admission posts a drain without looking at
+\* the flags, so a second drain can be scheduled beside a running one.
+\* Must violate NoDoubleDrain.
+AdmitWakeBugDrainWithoutFlagCheck == drainScheduled' = TRUE
+
+\* resume_skips_requeue: a work whose external call returned goes on running
+\* at once, outside any turn, instead of queueing a resume permit.
+\* Must violate NoResumeWithoutRequeue.
+RequeueBugResumeSkipsRequeue(w) ==
+    /\ w \in returned
+    /\ suspended' = suspended \ {w}
+    /\ returned' = returned \ {w}
+    /\ phase' = [phase EXCEPT ![w] = "running"]
+    /\ UNCHANGED <<app, life, barrier, appCount, appBytes, lifeCount, lifeBytes,
+                   nextSeq, drainScheduled, draining, current, streak, closed,
+                   wid, seq, resumes>>
+    /\ UNCHANGED <<yields, budgetUsed>>
+
+\* lifecycle_ignores_burst: lifecycle work is served first whatever the
+\* streak. Must violate LifecycleBurstBounded.
+SelectNextBugLifecycleIgnoresBurst(nBarrier, nLife, nApp, s) ==
+    IF nBarrier > 0 THEN <<"barrier", 0>>
+    ELSE IF nLife > 0 THEN <<"life", IF nApp > 0 THEN s + 1 ELSE 0>>
+    ELSE IF nApp > 0 THEN <<"app", 0>>
+    ELSE <<"none", s>>
+
+\* close_drops_accepted: close empties the lines; their works stay accepted
+\* (and reserved) but nothing will ever run them. Every invariant holds;
+\* AcceptedWorkCompletes must fail.
+CloseBugCloseDropsAccepted ==
+    /\ CloseAllowed
+    /\ ~closed
+    /\ closed' = TRUE
+    /\ app' = << >> /\ life' = << >> /\ barrier' = << >>
+    /\ UNCHANGED <<appCount, appBytes, lifeCount, lifeBytes, nextSeq,
+                   drainScheduled, draining, current, streak, suspended,
+                   records, model>>
+
+\* admission_split needs a variable SerialQueue.tla does not have (the room a
+\* submitter saw and has not used yet): see MCSerialQueueAdmissionSplit.tla.
 =============================================================================

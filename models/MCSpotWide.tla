@@ -14,6 +14,11 @@
 (* shows. With SpotCountCap = 2 the Spot queue can be full by count, and   *)
 (* transfers still go through (D-6). PerActor runs use the same items with *)
 (* item 5 as a plain Spot work (timer queues are not modelled there).      *)
+(*                                                                         *)
+(* The end of the module holds the deliberately broken variants: each is   *)
+(* named <Operator>Bug<Name> and replaces <Operator> of SpotWide.tla in    *)
+(* the configuration MCSpotWide_<name>.cfg (Operator <- ...), which must   *)
+(* violate the invariant manifest.json names for it.                       *)
 (***************************************************************************)
 EXTENDS SpotWide
 
@@ -34,4 +39,17 @@ KindSpotOnly == [w \in SpotOnly |-> "spot"]
 ItemPayloadSmall == [i \in 1..4 |-> ItemPayload[i]]
 ItemYieldsSmall == [i \in 1..4 |-> ItemYields[i]]
 ScriptSmall == [s \in SubmitterPair |-> IF s = "u1" THEN <<1, 2>> ELSE <<3, 4>>]
+
+-----------------------------------------------------------------------------
+(* Deliberately broken variants.                                           *)
+
+\* payload_reserved_twice: a transferred turn reserves the record's payload
+\* in the Spot queue too, not only FixedCost. Must violate
+\* PayloadReservedOnce.
+SpotShareBugPayloadReservedTwice(i) == Reservation(i)
+
+\* spotwide_releases_claim_on_yield: a yielding Actor record gives back its
+\* Actor's claim with the Spot gate, so the Actor's next record can start.
+\* Must violate YieldedActorKeepsClaim.
+YieldReleasesClaimBugSpotwideReleasesClaimOnYield(i) == i \in Records
 =============================================================================

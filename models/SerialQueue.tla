@@ -38,18 +38,17 @@
 (*  - returned: suspended works whose external call has returned (the      *)
 (*    environment's side of the yield);                                    *)
 (*  - yields[w]: how many times w yielded (history; equal to resumes[w],   *)
-(*    plus one while suspended, unless a bug breaks that);                 *)
-(*  - budgetUsed (time, see above);                                        *)
-(*  - checked[s]: the work submitter s saw room for and has not inserted   *)
-(*    yet. Always NoWork except under Bug = "admission_split".             *)
+(*    plus one while suspended: NoResumeWithoutRequeue compares the two);  *)
+(*  - budgetUsed (time, see above).                                        *)
 (*                                                                         *)
 (* docs/models.md ("State-space agreement") lists every variable with the  *)
 (* core field it mirrors, and every guard, for enumerations of the core.   *)
 (*                                                                         *)
-(* Bug selects a deliberately broken variant of one action, so the same    *)
-(* module is checked correct (Bug = "none") and broken; each broken        *)
-(* variant must violate the invariant named next to it in                  *)
-(* models/manifest.json.                                                   *)
+(* This module states the specification only. The deliberately broken     *)
+(* variants the invariants must catch live in MCSerialQueue.tla: each one  *)
+(* replaces one named operator of this module (AdmitWake, Requeue,         *)
+(* SelectNext, Close) through its .cfg, or, for the split admission, adds  *)
+(* the state it needs in MCSerialQueueAdmissionSplit.tla.                  *)
 (***************************************************************************)
 EXTENDS Integers, Sequences, FiniteSets
 
@@ -67,11 +66,7 @@ CONSTANTS
     LifeCountCap, LifeByteCap,   \* lifecycle lane limits
     FixedCost,      \* fixedWorkByteCost
     BurstLimit,     \* lifecycleBurstLimit
-    CloseAllowed,   \* whether the owner may close the queue in this run
-    Bug             \* "none" or the name of one deliberate bug
-
-Bugs == {"none", "drain_without_flag_check", "resume_skips_requeue",
-         "admission_split", "lifecycle_ignores_burst", "close_drops_accepted"}
+    CloseAllowed    \* whether the owner may close the queue in this run
 
 NoWork == 0
 
@@ -88,7 +83,6 @@ ASSUME /\ Works \subseteq Nat \ {0}
               \subseteq Nat \ {0}
        /\ FixedCost \in Nat
        /\ CloseAllowed \in BOOLEAN
-       /\ Bug \in Bugs
 
 VARIABLES
     \* ---- QueueCore ----
@@ -107,12 +101,12 @@ VARIABLES
     seq,                     \* sequence number of its place in line (-1 when not live)
     resumes,                 \* resume permits it queued
     \* ---- model-only ----
-    returned, yields, budgetUsed, checked
+    returned, yields, budgetUsed
 
 core == <<app, life, barrier, appCount, appBytes, lifeCount, lifeBytes, nextSeq,
           drainScheduled, draining, current, streak, closed, suspended>>
 records == <<phase, wid, seq, resumes>>
-model == <<returned, yields, budgetUsed, checked>>
+model == <<returned, yields, budgetUsed>>
 vars == <<core, records, model>>
 
 Phases == {"new", "queued", "running", "suspended", "requeued", "done", "rejected"}
@@ -152,8 +146,7 @@ Room(w) ==
 \* rules.select_next: <<source, streak after the take>>.
 SelectNext(nBarrier, nLife, nApp, s) ==
     IF nBarrier > 0 THEN <<"barrier", 0>>
-    ELSE IF nLife > 0 /\ (nApp = 0 \/ s < BurstLimit
-                          \/ Bug = "lifecycle_ignores_burst")
+    ELSE IF nLife > 0 /\ (nApp = 0 \/ s < BurstLimit)
          THEN <<"life", IF nApp > 0 THEN s + 1 ELSE 0>>
     ELSE IF nApp > 0 THEN <<"app", 0>>
     ELSE <<"none", s>>
@@ -161,6 +154,10 @@ SelectNext(nBarrier, nLife, nApp, s) ==
 \* The flag a submission sets: wake iff the queue was neither draining nor
 \* drain-scheduled (SE-6.5).
 Wake == drainScheduled \/ ~draining
+
+\* The drain flag after an admission (SE-6.5): set only through Wake, so a
+\* submission never posts a second drain beside a scheduled or running one.
+AdmitWake == drainScheduled' = Wake
 
 -----------------------------------------------------------------------------
 Init ==
@@ -179,7 +176,6 @@ Init ==
     /\ returned = {}
     /\ yields = [w \in Works |-> 0]
     /\ budgetUsed = FALSE
-    /\ checked = [s \in Submitters |-> NoWork]
 
 \* The insertion half of admission: reservation, sequence number, the line and
 \* the drain flag.
@@ -198,37 +194,23 @@ Insert(w) ==
     /\ wid' = [wid EXCEPT ![w] = nextSeq]
     /\ seq' = [seq EXCEPT ![w] = nextSeq]
     /\ phase' = [phase EXCEPT ![w] = "queued"]
-    /\ drainScheduled' = IF Bug = "drain_without_flag_check" THEN TRUE ELSE Wake
+    /\ AdmitWake
     /\ UNCHANGED <<draining, current, streak, closed, suspended, resumes>>
 
 (* Admit: capacity check, sequence number, insertion and the drain flag in   *)
-(* one step (SE-6.3, SE-6.5). Under "admission_split" the step only checks;  *)
-(* AdmitInsert inserts later without checking again.                        *)
+(* one step (SE-6.3, SE-6.5).                                               *)
 Admit(s) ==
     LET w == NextOf(s) IN
     /\ w # NoWork
-    /\ checked[s] = NoWork
     /\ ~closed
     /\ Room(w)
-    /\ IF Bug = "admission_split"
-       THEN /\ checked' = [checked EXCEPT ![s] = w]
-            /\ UNCHANGED <<core, records, returned, yields, budgetUsed>>
-       ELSE /\ Insert(w)
-            /\ UNCHANGED model
-
-\* Bug "admission_split" only: the insertion, separated from its check.
-AdmitInsert(s) ==
-    /\ Bug = "admission_split"
-    /\ checked[s] # NoWork
-    /\ Insert(checked[s])
-    /\ checked' = [checked EXCEPT ![s] = NoWork]
-    /\ UNCHANGED <<returned, yields, budgetUsed>>
+    /\ Insert(w)
+    /\ UNCHANGED model
 
 (* Reject: closed, or no room; nothing changes but the work's model phase.  *)
 Reject(s) ==
     LET w == NextOf(s) IN
     /\ w # NoWork
-    /\ checked[s] = NoWork
     /\ ~(~closed /\ Room(w))        \* closed, or no room (see HasReady on disjunctions)
     /\ phase' = [phase EXCEPT ![w] = "rejected"]
     /\ UNCHANGED <<core, wid, seq, resumes, model>>
@@ -242,7 +224,7 @@ EnterDrain ==
     /\ budgetUsed' = FALSE
     /\ UNCHANGED <<app, life, barrier, appCount, appBytes, lifeCount, lifeBytes,
                    nextSeq, current, streak, closed, suspended, records,
-                   returned, yields, checked>>
+                   returned, yields>>
 
 (* TakeNext: the next item gets the turn, as rules.select_next says.        *)
 TakeNext ==
@@ -282,7 +264,7 @@ Finish(w) ==
     /\ resumes' = [resumes EXCEPT ![w] = 0]
     /\ yields' = [yields EXCEPT ![w] = 0]
     /\ UNCHANGED <<app, life, barrier, nextSeq, drainScheduled, draining, streak,
-                   closed, suspended, returned, budgetUsed, checked>>
+                   closed, suspended, returned, budgetUsed>>
 
 (* YieldTurn: the turn holder waits on an external call and gives the turn   *)
 (* back; its reservation stays (decision D-2).                              *)
@@ -295,45 +277,39 @@ YieldTurn(w) ==
     /\ yields' = [yields EXCEPT ![w] = @ + 1]
     /\ UNCHANGED <<app, life, barrier, appCount, appBytes, lifeCount, lifeBytes,
                    nextSeq, drainScheduled, draining, streak, closed,
-                   wid, seq, resumes, returned, budgetUsed, checked>>
+                   wid, seq, resumes, returned, budgetUsed>>
 
 (* Environment: the external call of a suspended work returns.              *)
 CallReturns(w) ==
     /\ w \in suspended
     /\ w \notin returned
     /\ returned' = returned \cup {w}
-    /\ UNCHANGED <<core, records, yields, budgetUsed, checked>>
+    /\ UNCHANGED <<core, records, yields, budgetUsed>>
 
 (* Requeue: the resume permit goes to the tail of the work's own lane with a *)
 (* fresh sequence number, no capacity check and no new reservation          *)
-(* (decisions D-1, D-2); allowed after close. Under "resume_skips_requeue"   *)
-(* the work instead goes on running at once, outside any turn.              *)
+(* (decisions D-1, D-2); allowed after close.                               *)
 Requeue(w) ==
     /\ w \in returned
     /\ suspended' = suspended \ {w}
     /\ returned' = returned \ {w}
-    /\ IF Bug = "resume_skips_requeue"
-       THEN /\ phase' = [phase EXCEPT ![w] = "running"]
-            /\ UNCHANGED <<app, life, barrier, appCount, appBytes, lifeCount,
-                           lifeBytes, nextSeq, drainScheduled, draining, current,
-                           streak, closed, wid, seq, resumes>>
-       ELSE /\ phase' = [phase EXCEPT ![w] = "requeued"]
-            /\ seq' = [seq EXCEPT ![w] = nextSeq]
-            /\ nextSeq' = nextSeq + 1
-            /\ resumes' = [resumes EXCEPT ![w] = @ + 1]
-            /\ life' = IF Lane[w] = "life" THEN Append(life, w) ELSE life
-            /\ app' = IF Lane[w] = "life" THEN app ELSE Append(app, w)
-            /\ drainScheduled' = Wake
-            /\ UNCHANGED <<barrier, appCount, appBytes, lifeCount, lifeBytes,
-                           draining, current, streak, closed, wid>>
-    /\ UNCHANGED <<yields, budgetUsed, checked>>
+    /\ phase' = [phase EXCEPT ![w] = "requeued"]
+    /\ seq' = [seq EXCEPT ![w] = nextSeq]
+    /\ nextSeq' = nextSeq + 1
+    /\ resumes' = [resumes EXCEPT ![w] = @ + 1]
+    /\ life' = IF Lane[w] = "life" THEN Append(life, w) ELSE life
+    /\ app' = IF Lane[w] = "life" THEN app ELSE Append(app, w)
+    /\ drainScheduled' = Wake
+    /\ UNCHANGED <<barrier, appCount, appBytes, lifeCount, lifeBytes,
+                   draining, current, streak, closed, wid>>
+    /\ UNCHANGED <<yields, budgetUsed>>
 
 (* Environment: the slice's time budget is used up (time passes).           *)
 BudgetExpires ==
     /\ draining
     /\ ~budgetUsed
     /\ budgetUsed' = TRUE
-    /\ UNCHANGED <<core, records, returned, yields, checked>>
+    /\ UNCHANGED <<core, records, returned, yields>>
 
 (* EndSlice: the budget is used; leave the drain and, in the same step,     *)
 (* schedule the next slice iff work is ready (SE-6.4, decision D-10).       *)
@@ -346,7 +322,7 @@ EndSlice ==
     /\ budgetUsed' = FALSE
     /\ UNCHANGED <<app, life, barrier, appCount, appBytes, lifeCount, lifeBytes,
                    nextSeq, current, streak, closed, suspended, records,
-                   returned, yields, checked>>
+                   returned, yields>>
 
 (* ExitDrain: nothing is ready (and the budget is not used: the drain loop   *)
 (* tests the budget first, QueueCore.next_step); leave the drain.           *)
@@ -361,17 +337,12 @@ ExitDrain ==
                    records, model>>
 
 (* Close: later admissions are rejected; accepted work still finishes.      *)
-(* Under "close_drops_accepted" the lines are emptied: their works stay      *)
-(* accepted (and reserved) but nothing will ever run them.                  *)
 Close ==
     /\ CloseAllowed
     /\ ~closed
     /\ closed' = TRUE
-    /\ IF Bug = "close_drops_accepted"
-       THEN app' = << >> /\ life' = << >> /\ barrier' = << >>
-       ELSE UNCHANGED <<app, life, barrier>>
-    /\ UNCHANGED <<appCount, appBytes, lifeCount, lifeBytes, nextSeq,
-                   drainScheduled, draining, current, streak, suspended,
+    /\ UNCHANGED <<app, life, barrier, appCount, appBytes, lifeCount, lifeBytes,
+                   nextSeq, drainScheduled, draining, current, streak, suspended,
                    records, model>>
 
 (* Every submitted work is done or rejected and the queue is idle: the run  *)
@@ -384,7 +355,7 @@ Terminated ==
     /\ UNCHANGED vars
 
 Next ==
-    \/ \E s \in Submitters : Admit(s) \/ AdmitInsert(s) \/ Reject(s)
+    \/ \E s \in Submitters : Admit(s) \/ Reject(s)
     \/ EnterDrain \/ TakeNext \/ EndSlice \/ ExitDrain \/ Close
     \/ \E w \in Works : Finish(w) \/ YieldTurn(w) \/ Requeue(w)
     \/ BudgetExpires
@@ -420,7 +391,6 @@ TypeOK ==
     /\ wid \in [Works -> Int] /\ seq \in [Works -> Int]
     /\ resumes \in [Works -> Nat] /\ yields \in [Works -> Nat]
     /\ budgetUsed \in BOOLEAN
-    /\ checked \in [Submitters -> Works \cup {NoWork}]
 
 (* SE-6.5: at most one drain is scheduled or running.                      *)
 NoDoubleDrain == ~(drainScheduled /\ draining)

@@ -37,6 +37,10 @@
 (*    queue there, so PerActor runs use no timer works (see ASSUME).       *)
 (*  - Sequence numbers: each line is a FIFO sequence, so order is the      *)
 (*    position in the sequence.                                            *)
+(*                                                                         *)
+(* This module states the specification only. The deliberately broken     *)
+(* variants live in MCSpotWide.tla and replace SpotShare or                *)
+(* YieldReleasesClaim through their .cfg.                                  *)
 (***************************************************************************)
 EXTENDS Integers, Sequences, FiniteSets
 
@@ -54,14 +58,12 @@ CONSTANTS
     SpotCountCap, SpotByteCap,     \* the Spot queue's application lane
     FixedCost,
     Mode,           \* "SpotWide" or "PerActor"
-    CloseAllowed,
-    Bug             \* "none", "spotwide_releases_claim_on_yield", "payload_reserved_twice"
+    CloseAllowed
 
 Items == Records \cup SpotWorks
 NoItem == 0
 SpotQueue == "spot"             \* the Spot queue's name; Actors are the others
 Queues == {SpotQueue} \cup Actors
-Bugs == {"none", "spotwide_releases_claim_on_yield", "payload_reserved_twice"}
 
 ASSUME /\ Items \subseteq Nat \ {0}
        /\ Records \cap SpotWorks = {}
@@ -80,7 +82,6 @@ ASSUME /\ Items \subseteq Nat \ {0}
        /\ Mode \in {"SpotWide", "PerActor"}
        /\ Mode = "PerActor" => \A w \in SpotWorks : Kind[w] = "spot"
        /\ CloseAllowed \in BOOLEAN
-       /\ Bug \in Bugs
 
 VARIABLES
     aLine,      \* [Actors -> Seq(Items)]: each Actor queue's line
@@ -113,10 +114,7 @@ Reservation(i) == Payload[i] + FixedCost
 
 \* What one item reserves in the Spot queue: a transferred Actor turn only the
 \* fixed cost (SE-5.3), a direct submission its full reservation.
-SpotShare(i) ==
-    IF i \in Records
-    THEN IF Bug = "payload_reserved_twice" THEN Reservation(i) ELSE FixedCost
-    ELSE Reservation(i)
+SpotShare(i) == IF i \in Records THEN FixedCost ELSE Reservation(i)
 
 RECURSIVE SumReservations(_)
 SumReservations(S) ==
@@ -137,6 +135,11 @@ TurnsOnSpot == {r \in Records : Mode = "SpotWide" /\
 \* Where an item runs: the Spot queue, or (PerActor) its own Actor queue.
 RunsOnSpot(i) == i \in SpotWorks \/ Mode = "SpotWide"
 Holds(i) == IF RunsOnSpot(i) THEN gate = i ELSE claim[Owner[i]] = i
+
+\* Whether a yield of i gives back its Actor's claim: only when i is an Actor
+\* record that runs on its Actor queue (PerActor). In SpotWide the record's
+\* turn is on the Spot queue, and the claim stays until it finishes (SE-4.6).
+YieldReleasesClaim(i) == i \in Records /\ ~RunsOnSpot(i)
 
 NextOf(s) ==
     LET open == {k \in 1..Len(Script[s]) : phase[Script[s][k]] = "new"}
@@ -248,8 +251,7 @@ Finish(i) ==
 
 (* YieldTurn: the turn holder waits on an external call and gives back the   *)
 (* turn of the queue it runs on. In SpotWide that is the Spot gate; the      *)
-(* Actor claim stays (SE-4.6), except under the bug                          *)
-(* "spotwide_releases_claim_on_yield".                                       *)
+(* Actor claim stays (SE-4.6, YieldReleasesClaim).                          *)
 YieldTurn(i) ==
     /\ phase[i] = "running"
     /\ Holds(i)
@@ -258,8 +260,7 @@ YieldTurn(i) ==
     /\ suspended' = suspended \cup {i}
     /\ yields' = [yields EXCEPT ![i] = @ + 1]
     /\ gate' = IF RunsOnSpot(i) THEN NoItem ELSE gate
-    /\ claim' = IF i \in Records /\ (~RunsOnSpot(i)
-                                     \/ Bug = "spotwide_releases_claim_on_yield")
+    /\ claim' = IF YieldReleasesClaim(i)
                 THEN [claim EXCEPT ![Owner[i]] = NoItem]
                 ELSE claim
     /\ UNCHANGED <<aLine, aCount, aBytes, sLine, sCount, sBytes, returned,

@@ -1,6 +1,6 @@
 """Trace validation with TLC (zlink trace check --tlc): a log recorded from the reference
 runtime is a behaviour of SerialQueue.tla; a corrupted log is refused at its first bad
-event; log content never reaches the generated module as TLA+ text."""
+event; log content never reaches the generated data module as TLA+ text."""
 
 from __future__ import annotations
 

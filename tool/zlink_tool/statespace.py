@@ -12,7 +12,7 @@ caught earlier, when the core's verdict differs from the action's guard).
 Abstraction function (core -> model state)
 ==========================================
 
-A model state is the tuple of the 22 variables of ``SerialQueue.tla``, in this order:
+A model state is the tuple of the 21 variables of ``SerialQueue.tla``, in this order:
 
 =================================  =========================================================
 variable                           taken from
@@ -34,9 +34,8 @@ variable                           taken from
 ``wid[w]``, ``seq[w]``             ``WorkRecord.wid``, ``.seq`` while live, else -1
 ``resumes[w]``                     ``WorkRecord.resumes`` while live, else 0
 ``returned``, ``yields[w]``,       model-only (the environment): suspended works whose
-``budgetUsed``, ``checked[s]``     external call returned; yields so far (0 once done);
-                                   whether the slice's budget is used; the split-admission
-                                   bug's pending check (always 0 here)
+``budgetUsed``                     external call returned; yields so far (0 once done);
+                                   whether the slice's budget is used
 =================================  =========================================================
 
 ``slice_started_at`` is not part of the image: the core reads time only to compare it
@@ -157,9 +156,12 @@ def load_bounds(cfg: Path, harness: Path | None = None) -> SerialQueueBounds:
         found = re.fullmatch(r"(\w+)\s*(=|<-)\s*(.+)", line)
         if found:
             values[found.group(1)] = found.group(3).strip()
-    if values.get("Bug", '"none"') != '"none"':
-        raise ValueError(f"{cfg.name}: Bug = {values['Bug']}; only the correct model "
-                         "(Bug = \"none\") is enumerated")
+    # A broken variant replaces an operator of the spec (Op <- OpBug...) or brings its
+    # own INIT/NEXT; the core implements the correct spec only.
+    broken = sorted(k for k, v in values.items() if "Bug" in v)
+    if broken or re.search(r"^\s*(INIT|NEXT)\b", cfg.read_text(encoding="utf-8"), re.M):
+        raise ValueError(f"{cfg.name}: a broken variant ({', '.join(broken) or 'INIT/NEXT'}); "
+                         "only the correct model (SPECIFICATION Spec) is enumerated")
 
     def catalogue(name: str) -> list[str]:
         found = re.search(rf"^{name} == <<(.*?)>>", mc, re.M)
@@ -225,8 +227,8 @@ def manifest_counts(models: Path, run: str) -> tuple[Path, int, int]:
 # --------------------------------------------------------------------- the states
 @dataclasses.dataclass(frozen=True, slots=True)
 class State:
-    """One model state: the 22 variables of SerialQueue.tla (per-work ones as tuples
-    indexed by work id - 1, per-submitter ``checked`` in submitter order)."""
+    """One model state: the 21 variables of SerialQueue.tla (per-work ones as tuples
+    indexed by work id - 1)."""
 
     app: tuple[int, ...]
     life: tuple[int, ...]
@@ -249,7 +251,6 @@ class State:
     returned: frozenset[int]
     yields: tuple[int, ...]
     budget_used: bool
-    checked: tuple[int, ...]
 
 
 class _Rec(WorkRecord):
@@ -272,7 +273,7 @@ def initial(bounds: SerialQueueBounds) -> State:
     n = len(bounds.works)
     return State((), (), (), 0, 0, 0, 0, 0, False, False, 0, 0, False, frozenset(),
                  ("new",) * n, (-1,) * n, (-1,) * n, (0,) * n, frozenset(), (0,) * n,
-                 False, (0,) * len(bounds.script))
+                 False)
 
 
 def concretize(state: State, bounds: SerialQueueBounds, config: QueueConfig
@@ -344,7 +345,7 @@ def abstract(core: QueueCore, env: State, bounds: SerialQueueBounds) -> State:
         core.streak, core.closed,
         frozenset(r.mid for r in core.suspended_records()),  # type: ignore[attr-defined]
         tuple(phase), tuple(wid), tuple(seq), tuple(resumes), env.returned, tuple(yields),
-        env.budget_used, env.checked)
+        env.budget_used)
 
 
 # -------------------------------------------------------------------- the actions

@@ -1,15 +1,18 @@
 """Trace validation with TLC: does a recorded event log follow ``SerialQueue.tla``?
 
-The log of one queue (``specs/trace-format.md``) becomes a generated TLA+ module in the
-event-constrained style: a cursor ``l`` walks the log, and each step is the spec's own
-action named by the event (``take_next`` is ``TakeNext``), with the event's parameters
-and post-state checks. The environment actions a log cannot show (``BudgetExpires``
-before an ``end_slice``, ``CallReturns`` before a ``requeue``) are allowed only right
-before the event that needs them, so each log position has a handful of states and a
-10,000-event log checks in seconds. The invariants of the main model run are checked on
-every state of the path.
+The trace specification is the checked-in ``models/TraceSerialQueue.tla`` with its
+``TraceSerialQueue.cfg``, in the event-constrained style: a cursor ``l`` walks the log,
+and each step is the spec's own action named by the event (``take_next`` is
+``TakeNext``), with the event's parameters and post-state checks; the environment
+actions a log cannot show are allowed only right before the event that needs them, so a
+10,000-event log checks in seconds. The log is data: this module turns the log of one
+queue (``specs/trace-format.md``) and its lane policy into a small generated module,
+``TraceLog.tla`` (``Log == << ... >>``, the works' lanes, payloads and yields, the
+policy's limits), and runs TLC on the trace specification beside it. Nothing else is
+generated, so the specification can be read, and run by hand on a data module
+(``write_trace_files``; docs/models.md, "Trace validation").
 
-Nothing from the log reaches the generated module as text: works become integers
+Nothing from the log reaches the data module as text: works become integers
 1..N (in submission order), lanes, reasons and event names are chosen from fixed sets,
 numbers are parsed as integers, and anything else is refused before TLC runs.
 
@@ -34,7 +37,8 @@ from zlink_model.policy import ZLinkExecutionLanePolicy
 
 from .runner import find_jar, find_java
 
-__all__ = ["TLC_EVENTS", "TlcTraceVerdict", "TraceModel", "build_trace_model", "check_with_tlc"]
+__all__ = ["TLC_EVENTS", "TRACE_FILES", "TlcTraceVerdict", "TraceModel", "build_trace_model",
+           "check_with_tlc", "write_trace_files"]
 
 # The events SerialQueue.tla has actions for, with the rule each one serves.
 TLC_EVENTS = {
@@ -49,21 +53,20 @@ TLC_EVENTS = {
     "exit_drain": ("ExitDrain", "SE-6.6"),
     "close": ("Close", "SE-6.2"),
 }
-INVARIANTS = ("TypeOK", "NoDoubleDrain", "FifoWithinLane", "LifecycleBurstBounded",
-              "NoResumeWithoutRequeue", "NoLostWakeup", "CapacityRespected",
-              "ReservationsBalanced")
+# The checked-in modules TLC needs beside the data module, from the models directory.
+TRACE_FILES = ("SerialQueue.tla", "TraceSerialQueue.tla", "TraceSerialQueue.cfg")
 
 
 class TraceFormatError(ValueError):
-    """The log cannot be turned into a trace module (bad field, unknown event)."""
+    """The log cannot be turned into a data module (bad field, unknown event)."""
 
 
 @dataclasses.dataclass(frozen=True)
 class TraceModel:
-    """The generated module and configuration, and how log lines map to its steps."""
+    """The generated data module (``TraceLog.tla``), and how log lines map to its steps."""
 
     module: str
-    config: str
+    works: int  # model works the log needs (1..works)
     lines: tuple[int, ...]  # log line (1-based) of each step
     levels: tuple[int, ...]  # BFS depth at which step i is taken (1-based: the state after)
 
@@ -94,7 +97,7 @@ def _bool(value: Any, what: str, index: int) -> bool:
 
 def build_trace_model(events: Sequence[dict[str, Any]],
                       policy: ZLinkExecutionLanePolicy) -> TraceModel:
-    """The trace module for one queue's events (dicts in the trace format)."""
+    """The data module for one queue's events (dicts in the trace format)."""
     # Model works are reused: a work that finished (or was rejected) frees its model
     # identity for the next submission of the same lane and payload, so the model has
     # as many works as were ever live at once, not as many as the log has.
@@ -167,97 +170,68 @@ def build_trace_model(events: Sequence[dict[str, Any]],
     for ev in events:
         level += 2 if ev.get("event") in ("end_slice", "requeue") else 1
         levels.append(level)
-    n = len(works)
     module = _MODULE.format(
-        log=",\n    ".join(steps) if steps else "",
-        n=n,
+        log=",\n    ".join(steps),
         lanes=", ".join(f'"{k}"' for k, _, _ in works),
         payloads=", ".join(str(p) for _, p, _ in works),
         yields=", ".join(str(y) for _, _, y in works),
-    )
-    close = "TRUE" if any(e.get("event") == "close" for e in events) else "FALSE"
-    config = _CONFIG.format(
         app_count=policy.application_message_capacity,
         app_bytes=policy.application_byte_capacity,
         life_count=policy.lifecycle_message_capacity,
         life_bytes=policy.lifecycle_byte_capacity,
-        fixed=fixed, burst=policy.lifecycle_burst_limit, close=close,
-        invariants="\n    ".join(("Matched", *INVARIANTS)),
+        fixed=fixed, burst=policy.lifecycle_burst_limit,
     )
-    return TraceModel(module, config, tuple(lines), tuple(levels))
+    return TraceModel(module, len(works), tuple(lines), tuple(levels))
 
 
 _MODULE = """\
----------------------------- MODULE TraceSerialQueue ----------------------------
-\\* Generated by zlink trace check: one recorded log of one queue, as a path the
-\\* SerialQueue spec must be able to take. Do not edit.
-EXTENDS SerialQueue, TLC
+------------------------------- MODULE TraceLog -------------------------------
+(* Written from a recorded log by zlink_tool.tla.trace: the data that   *)
+(* TraceSerialQueue.tla checks, the log of one queue and its lane policy.    *)
+(* What is abstracted away: work ids (works are 1..N in submission order; a  *)
+(* finished or rejected work lends its number to a later one of the same     *)
+(* lane and payload), times, and every field the spec has no use for.        *)
 
+\\* The lane policy (ZLinkExecutionLanePolicy).
+LogAppCountCap == {app_count}
+LogAppByteCap == {app_bytes}
+LogLifeCountCap == {life_count}
+LogLifeByteCap == {life_bytes}
+LogFixedCost == {fixed}
+LogBurstLimit == {burst}
+
+\\* Work w's lane ("app", "life" or "barrier"), payload bytes (its reservation less
+\\* the fixed cost) and the most times it yielded in one life.
+LogLanes == <<{lanes}>>
+LogPayloads == <<{payloads}>>
+LogYields == <<{yields}>>
+
+\\* The events in order: op is the event's name; w the work (0: none); pos the
+\\* admission's sequence number; flag the wake flag of admit and requeue, or
+\\* whether end_slice rescheduled.
 Log == <<
     {log}
 >>
-
-TraceWorks == 1..{n}
-TraceLane == [w \\in 1..{n} |-> <<{lanes}>>[w]]
-TracePayload == [w \\in 1..{n} |-> <<{payloads}>>[w]]
-TraceYields == [w \\in 1..{n} |-> <<{yields}>>[w]]
-TraceSubmitters == {{"s"}}
-TraceScript == [s \\in TraceSubmitters |-> [i \\in 1..{n} |-> i]]
-
-VARIABLE l
-
-\\* The log says which work is submitted next: no search through the script.
-TraceNextOf(s) ==
-    IF l < Len(Log) /\\ Log[l + 1].op \\in {{"admit", "reject"}} THEN Log[l + 1].w ELSE NoWork
-
-Ev == Log[l + 1]
-
-Step ==
-    CASE Ev.op = "admit" -> Admit("s") /\\ wid'[Ev.w] = Ev.pos
-                           /\\ Ev.flag = (~drainScheduled /\\ ~draining)
-      [] Ev.op = "reject" -> Reject("s")
-      [] Ev.op = "enter_drain" -> EnterDrain
-      [] Ev.op = "take_next" -> TakeNext /\\ current' = Ev.w
-      [] Ev.op = "finish" -> Finish(Ev.w)
-      [] Ev.op = "yield_turn" -> YieldTurn(Ev.w)
-      [] Ev.op = "requeue" -> Requeue(Ev.w) /\\ Ev.flag = (~drainScheduled /\\ ~draining)
-      [] Ev.op = "end_slice" -> EndSlice /\\ drainScheduled' = Ev.flag
-      [] Ev.op = "exit_drain" -> ExitDrain
-      [] Ev.op = "close" -> Close
-
-TraceInit == Init /\\ l = 0
-
-TraceNext ==
-    \\/ l < Len(Log) /\\ Step /\\ l' = l + 1
-    \\/ l < Len(Log) /\\ Ev.op = "end_slice" /\\ BudgetExpires /\\ UNCHANGED l
-    \\/ l < Len(Log) /\\ Ev.op = "requeue" /\\ CallReturns(Ev.w) /\\ UNCHANGED l
-
-Matched == l = Len(Log) => (PrintT(<<"TRACE_MATCHED", l>>) /\\ TLCSet("exit", TRUE))
 =============================================================================
 """
 
-_CONFIG = """\
-CONSTANTS
-    Works <- TraceWorks
-    Lane <- TraceLane
-    Payload <- TracePayload
-    MaxYields <- TraceYields
-    Submitters <- TraceSubmitters
-    Script <- TraceScript
-    NextOf <- TraceNextOf
-    AppCountCap = {app_count}
-    AppByteCap = {app_bytes}
-    LifeCountCap = {life_count}
-    LifeByteCap = {life_bytes}
-    FixedCost = {fixed}
-    BurstLimit = {burst}
-    CloseAllowed = {close}
-    Bug = "none"
-INIT TraceInit
-NEXT TraceNext
-INVARIANTS
-    {invariants}
-"""
+
+def write_trace_files(events: Sequence[dict[str, Any]], policy: ZLinkExecutionLanePolicy,
+                      models_dir: Path, directory: Path) -> TraceModel:
+    """Write into ``directory`` everything TLC needs to check ``events``: the data
+    module ``TraceLog.tla`` and copies of the checked-in modules (``TRACE_FILES``).
+    Then ``java -cp tla2tools.jar tlc2.TLC -deadlock -config TraceSerialQueue.cfg
+    TraceSerialQueue.tla`` run there is the check."""
+    model = build_trace_model(events, policy)
+    missing = [name for name in TRACE_FILES if not (models_dir / name).is_file()]
+    if missing:
+        raise RuntimeError(f"no {', '.join(missing)} in {models_dir}")
+    directory.mkdir(parents=True, exist_ok=True)
+    for name in TRACE_FILES:
+        shutil.copy(models_dir / name, directory / name)
+    (directory / "TraceLog.tla").write_text(model.module, encoding="utf-8")
+    return model
+
 
 _DEPTH = re.compile(r"depth of the complete state graph search is (\d+)")
 _VIOLATED = re.compile(r"Invariant (\w+) is violated")
@@ -265,14 +239,12 @@ _VIOLATED = re.compile(r"Invariant (\w+) is violated")
 
 def check_with_tlc(events: Sequence[dict[str, Any]], policy: ZLinkExecutionLanePolicy,
                    models_dir: Path, timeout: float = 600.0) -> TlcTraceVerdict:
-    """Run TLC on the trace module of ``events``; ``models_dir`` holds SerialQueue.tla."""
-    model = build_trace_model(events, policy)
+    """Run TLC on the trace specification with the data of ``events``; ``models_dir``
+    holds the checked-in modules (``TRACE_FILES``)."""
     java, jar = find_java(), find_jar()
     with tempfile.TemporaryDirectory(prefix="zlink-trace-") as tmp:
         scratch = Path(tmp)
-        shutil.copy(models_dir / "SerialQueue.tla", scratch / "SerialQueue.tla")
-        (scratch / "TraceSerialQueue.tla").write_text(model.module, encoding="utf-8")
-        (scratch / "TraceSerialQueue.cfg").write_text(model.config, encoding="utf-8")
+        model = write_trace_files(events, policy, models_dir, scratch)
         cmd = [java, "-XX:+UseParallelGC", f"-Djava.io.tmpdir={scratch}", "-cp", str(jar),
                "tlc2.TLC", "-workers", "1", "-deadlock", "-cleanup", "-metadir",
                str(scratch / "meta"), "-config", "TraceSerialQueue.cfg",
