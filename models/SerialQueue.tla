@@ -5,7 +5,7 @@
 (* slice, the yield protocol and close.                                    *)
 (*                                                                         *)
 (* The variables are an image of the Python core's state                   *)
-(* (model/zlink_model/queue.py, class QueueCore and the      *)
+(* (model/zlink_model/queue.py, class QueueCore and the                    *)
 (* fields of WorkRecord that change), and every action is one core         *)
 (* transition with the same name in CamelCase: Admit, Reject, EnterDrain,  *)
 (* TakeNext, Finish, YieldTurn, Requeue, EndSlice, ExitDrain, Close.       *)

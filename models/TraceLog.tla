@@ -1,5 +1,5 @@
 ------------------------------- MODULE TraceLog -------------------------------
-(* Written from a recorded log by zlink_tool.tla.trace: the data that   *)
+(* Written from a recorded log by zlink_tool.tla.trace: the data that        *)
 (* TraceSerialQueue.tla checks, the log of one queue and its lane policy.    *)
 (* What is abstracted away: work ids (works are 1..N in submission order; a  *)
 (* finished or rejected work lends its number to a later one of the same     *)

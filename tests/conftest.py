@@ -1,6 +1,6 @@
 """Test configuration: async tests run on a fresh event loop each, and a mutant from the
-catalogue (zlink_reference_adapter/mutants.py) can be switched on for a whole run with ZLINK_MUTANT=name,
-which is how the mutant tests show that the suite catches each deliberate bug."""
+catalogue (zlink_reference_adapter/mutants.py) can be switched on for a whole run with
+ZLINK_MUTANT=name, which is how the mutant tests show that the suite catches each deliberate bug."""
 
 from __future__ import annotations
 

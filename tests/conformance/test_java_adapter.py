@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 
 from zlink_conformance.catalog import Catalogue
+from zlink_conformance.cli import main
 from zlink_conformance.protocol.wire import CAPABILITIES
 from zlink_conformance.runner import Runner, SuiteReport
-from zlink_reference.cli.main import main
 
 from kit_helpers import child_env
 
@@ -79,7 +79,7 @@ def test_the_cli_exits_0_without_allow_skips_and_repeats_identically(
 ) -> None:
     monkeypatch.setenv("PYTHONPATH", child_env()["PYTHONPATH"])
     runs = 3
-    assert main(["conformance", "run", "--adapter", shlex.join(adapter_argv()), "-q",
+    assert main(["run", "--adapter", shlex.join(adapter_argv()), "-q",
                  "--repeat", str(runs)]) == 0
     out = capsys.readouterr().out
     assert "conformance: every required case passed" in out
@@ -135,7 +135,7 @@ def test_settle_that_counts_woken_work_late_is_caught(
     says the settle left ready work without a drain."""
     monkeypatch.setenv("PYTHONPATH", child_env()["PYTHONPATH"])
     monkeypatch.setenv("ZLINK_JAVA_BUG", "count_after_wake")
-    args = ["conformance", "run", "--adapter", shlex.join(adapter_argv()), "-q",
+    args = ["run", "--adapter", shlex.join(adapter_argv()), "-q",
             "--only", "SE-6.7", "--repeat", "2"]
     assert main(args) == 1
     out = capsys.readouterr().out

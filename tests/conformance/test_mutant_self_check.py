@@ -1,6 +1,6 @@
-"""The suite catches deliberate bugs: with a mutant of zlink_reference_adapter/mutants.py switched on in the
-reference adapter (through ZLINK_ADAPTER_PRELOAD), the cases of the rule it breaks fail.
-A few representatives; the full kill matrix is a separate self-test."""
+"""The suite catches deliberate bugs: with a mutant of zlink_reference_adapter/mutants.py
+switched on in the reference adapter (through ZLINK_ADAPTER_PRELOAD), the cases of the rule
+it breaks fail. A few representatives; the full kill matrix is a separate self-test."""
 
 from __future__ import annotations
 

@@ -160,8 +160,11 @@ const search = (value, path, depth = 0) => {
   if (value === null || typeof value !== 'object' || seen.has(value) || depth > 3) return;
   seen.add(value);
   const names = new Set(Object.keys(value));
-  for (let p = Object.getPrototypeOf(value); p && p !== Object.prototype; p = Object.getPrototypeOf(p)) {
-    for (const [name, d] of Object.entries(Object.getOwnPropertyDescriptors(p))) if (d.get) names.add(name);
+  for (let p = Object.getPrototypeOf(value); p && p !== Object.prototype;
+       p = Object.getPrototypeOf(p)) {
+    for (const [name, d] of Object.entries(Object.getOwnPropertyDescriptors(p))) {
+      if (d.get) names.add(name);
+    }
   }
   for (const name of names) {
     if (name.startsWith('_')) continue;

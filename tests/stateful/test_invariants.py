@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
+from zlink_model import invariants as inv
 from zlink_model.queue import FAILED, QueueConfig, QueueCore, WorkRecord
 from zlink_model.replay import check_trace, replay
 from zlink_model.rules import APPLICATION_LANE, LIFECYCLE_LANE
 from zlink_reference import ZLinkExecutionLanePolicy, ZLinkRejectedError
-from zlink_model import invariants as inv
 from zlink_reference.testing import TraceEvent, TraceRecorder
 
 POLICY = ZLinkExecutionLanePolicy(

@@ -1,5 +1,5 @@
-"""The kill matrix: every catalogued mutant (zlink_reference_adapter/mutants.py) is caught by at least one
-state machine.
+"""The kill matrix: every catalogued mutant (zlink_reference_adapter/mutants.py) is caught by
+at least one state machine.
 
 Each mutant is switched on in a fresh pytest process (``ZLINK_MUTANT``) that runs the four
 machines in the ``ci`` profile and, where the unit suites have a test written for the rule
