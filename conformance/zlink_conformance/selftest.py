@@ -1,9 +1,10 @@
 """Self-test: the kit against deliberately broken reference runtimes (the kill matrix).
 
-The reference adapter keeps a catalogue of mutants (``zlink_reference_adapter.mutants``):
-each breaks one rule of the reference runtime the way a real runtime could. The
-self-test runs the whole suite once per mutant, with the reference adapter switching that mutant on through its preload
-hook (``ZLINK_ADAPTER_PRELOAD`` names a file that applies the mutant named by
+The reference adapter keeps a catalogue of mutants
+(``zlink_reference_adapter.mutants``): each breaks one rule of the reference runtime the
+way a real runtime could. The self-test runs the whole suite once per mutant, with the
+reference adapter switching that mutant on through its preload hook
+(``ZLINK_ADAPTER_PRELOAD`` names a file that applies the mutant named by
 ``ZLINK_MUTANT_NAME``), one adapter process per mutant.
 
 Criterion. A mutant is *killed on its rule* when at least one case fails (or errors) and
