@@ -20,7 +20,7 @@
 (*    running in order; a zombie that ends leaves the scope (zombie count  *)
 (*    -1). A later Dispose cancels the zombies too (SD-5).                 *)
 (*  - DisposeAfterTimeout: close now; the environment action               *)
-(*    TimeoutExpires later cancels whatever is left, as Dispose does.      *)
+(*    ExpireTimeout later cancels whatever is left, as Dispose does.       *)
 (* Waiting (SD-3):                                                         *)
 (*  - AwaitCompletion starts a wait that returns (AwaitCompletionReturns)  *)
 (*    once no active work is left: zombies do not count.                   *)
@@ -31,7 +31,7 @@
 (* Core transitions keep their names: Admit, Reject, TakeNext, Finish,     *)
 (* YieldTurn, Requeue, Cancel; the core's Close is part of every disposal  *)
 (* call (CloseScope). Environment actions: CallReturns (an external call   *)
-(* returns) and TimeoutExpires.                                            *)
+(* returns) and ExpireTimeout.                                             *)
 (*                                                                         *)
 (* Precise definitions used by the invariants:                             *)
 (*  - accepted: phase is neither "new" nor "rejected";                     *)
@@ -265,7 +265,7 @@ DisposeAfterTimeout ==
                    returned, yields, ends, waitC, waitZ>>
 
 (* Environment: the disposal timeout expires; what is left is cancelled.    *)
-TimeoutExpires ==
+ExpireTimeout ==
     /\ mode = "timeout"
     /\ CancelAll
     /\ UNCHANGED <<line, current, phase, outcome, zombie, active, zombies, closed,
@@ -306,7 +306,7 @@ Next ==
     \/ Admit \/ Reject \/ TakeNext
     \/ \E w \in Works : \/ \E o \in Outcomes : Finish(w, o)
                         \/ YieldTurn(w) \/ CallReturns(w) \/ Requeue(w) \/ Cancel(w)
-    \/ Dispose \/ DisposeSafely \/ DisposeAfterTimeout \/ TimeoutExpires
+    \/ Dispose \/ DisposeSafely \/ DisposeAfterTimeout \/ ExpireTimeout
     \/ AwaitCompletion \/ AwaitCompletionReturns
     \/ AwaitAfterCancellation \/ AwaitAfterCancellationReturns
     \/ Terminated

@@ -71,7 +71,7 @@ Script5 == ScriptUpTo(5)
 \* drain_without_flag_check: an admission posts a drain without looking at
 \* the flags, so a second drain can be scheduled beside a running one.
 \* Must violate NoDoubleDrain.
-AdmitWakeBugDrainWithoutFlagCheck == drainScheduled' = TRUE
+AdmitSetsDrainFlagBugDrainWithoutFlagCheck == drainScheduled' = TRUE
 
 \* resume_skips_requeue: a work whose external call returned goes on running
 \* at once, outside any turn, instead of queueing a resume permit.

@@ -46,9 +46,9 @@
 (*                                                                         *)
 (* This module states the specification only. The deliberately broken     *)
 (* variants the invariants must catch live in MCSerialQueue.tla: each one  *)
-(* replaces one named operator of this module (AdmitWake, Requeue,         *)
-(* SelectNext, Close) through its .cfg, or, for the split admission, adds  *)
-(* the state it needs in MCSerialQueueAdmissionSplit.tla.                  *)
+(* replaces one named operator of this module (AdmitSetsDrainFlag,         *)
+(* Requeue, SelectNext, Close) through its .cfg, or, for the split         *)
+(* admission, adds the state it needs in MCSerialQueueAdmissionSplit.tla.  *)
 (***************************************************************************)
 EXTENDS Integers, Sequences, FiniteSets
 
@@ -151,13 +151,15 @@ SelectNext(nBarrier, nLife, nApp, s) ==
     ELSE IF nApp > 0 THEN <<"app", 0>>
     ELSE <<"none", s>>
 
-\* The flag a submission sets: wake iff the queue was neither draining nor
-\* drain-scheduled (SE-6.5).
-Wake == drainScheduled \/ ~draining
+\* The drain flag after a submission (SE-6.5): still set when a drain was
+\* scheduled, newly set when the queue was neither draining nor scheduled
+\* (the core's `wake`: this submission posted the drain), else left clear.
+DrainFlagAfterSubmit == drainScheduled \/ ~draining
 
-\* The drain flag after an admission (SE-6.5): set only through Wake, so a
-\* submission never posts a second drain beside a scheduled or running one.
-AdmitWake == drainScheduled' = Wake
+\* The drain flag after an admission (SE-6.5): set only through
+\* DrainFlagAfterSubmit, so a submission never posts a second drain beside a
+\* scheduled or running one.
+AdmitSetsDrainFlag == drainScheduled' = DrainFlagAfterSubmit
 
 -----------------------------------------------------------------------------
 Init ==
@@ -194,7 +196,7 @@ Insert(w) ==
     /\ wid' = [wid EXCEPT ![w] = nextSeq]
     /\ seq' = [seq EXCEPT ![w] = nextSeq]
     /\ phase' = [phase EXCEPT ![w] = "queued"]
-    /\ AdmitWake
+    /\ AdmitSetsDrainFlag
     /\ UNCHANGED <<draining, current, streak, closed, suspended, resumes>>
 
 (* Admit: capacity check, sequence number, insertion and the drain flag in   *)
@@ -299,7 +301,7 @@ Requeue(w) ==
     /\ resumes' = [resumes EXCEPT ![w] = @ + 1]
     /\ life' = IF Lane[w] = "life" THEN Append(life, w) ELSE life
     /\ app' = IF Lane[w] = "life" THEN app ELSE Append(app, w)
-    /\ drainScheduled' = Wake
+    /\ drainScheduled' = DrainFlagAfterSubmit
     /\ UNCHANGED <<barrier, appCount, appBytes, lifeCount, lifeBytes,
                    draining, current, streak, closed, wid>>
     /\ UNCHANGED <<yields, budgetUsed>>

@@ -271,7 +271,7 @@ class CoreMachine(RuleBasedStateMachine):
         """What the queue's owner does, one of: Close; Cancel(w) of a work that never
         started (relocation takes such works out, SE-4.7); the disposal calls of
         Disposal.tla (Dispose, DisposeSafely, DisposeAfterTimeout) and the environment's
-        TimeoutExpires. One rule, so that shutting down is one choice among many."""
+        ExpireTimeout. One rule, so that shutting down is one choice among many."""
         action = data.draw(st.sampled_from(self._owner_actions()), label="action")
         core = self.core
         emitted = len(self.trace.events)

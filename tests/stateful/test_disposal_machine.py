@@ -268,7 +268,7 @@ class DisposalMachine(RuleBasedStateMachine):
     @precondition(lambda self: self.ready)
     @rule(ms=st.integers(1, 4))
     def advance_clock(self, ms: int) -> None:
-        """Time passes; a disposal timeout may expire (TimeoutExpires)."""
+        """Time passes; a disposal timeout may expire (ExpireTimeout)."""
         before = len(self.trace.events)
         self.driver.call(lambda: self.clock.advance(ms))
         if any(e.event == "expire_timeout" for e in self.trace.events[before:]):
