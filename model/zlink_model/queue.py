@@ -69,6 +69,8 @@ from .rules import (
     select_next,
     slice_expired,
 )
+from .vocabulary import DRAIN_TRANSITIONS, OUTCOMES, PHASES, WORK_TRANSITIONS
+from .vocabulary import EVENTS as VOCABULARY_EVENTS
 
 __all__ = [
     "CANCELLED",
@@ -104,21 +106,17 @@ RUNNING: Final = 1  # holds the turn
 SUSPENDED: Final = 2  # gave the turn back; its external call is pending
 REQUEUED: Final = 3  # its resume permit waits in a lane
 DONE: Final = 4
-PHASE_NAMES: Final = ("queued", "running", "suspended", "requeued", "done")
+PHASE_NAMES: Final = tuple(p.core for p in PHASES)  # indexed by the constants above
 
 # Outcomes: every accepted work ends in exactly one.
 COMPLETED: Final = 0
 FAILED: Final = 1
 CANCELLED: Final = 2
-OUTCOME_NAMES: Final = ("completed", "failed", "cancelled")
+OUTCOME_NAMES: Final = tuple(o.core for o in OUTCOMES)  # indexed by the constants above
 
 LANE_NAMES: Final = ("application", "lifecycle")
-# Every event a core emits: the transitions' names (specs/trace-format.md).
-EVENTS: Final = (
-    "admit", "transfer", "reject", "enter_drain", "take_next", "finish", "yield_turn",
-    "requeue", "cancel", "end_slice", "exit_drain", "close",
-    "dispose", "dispose_safely", "dispose_after_timeout", "expire_timeout",
-)
+# Every event a core emits: the transitions' names (zlink_model.vocabulary).
+EVENTS: Final = VOCABULARY_EVENTS
 
 # Scope modes (SD-1): how the queue, as a scope, was shut.
 MODE_OPEN: Final = 0
@@ -127,39 +125,6 @@ MODE_TIMEOUT: Final = 2  # dispose_after_timeout: closed, the timer runs
 MODE_CANCELLED: Final = 3  # dispose, or the timeout expired: live works being cancelled
 MODE_NAMES: Final = ("open", "safely", "timeout", "cancelled")
 SOURCE_NAMES: Final = ("barrier", "lifecycle", "application")
-
-# The two state machines of a queue, as tables: (state before, transition, state after).
-# docs/design.md draws its diagrams from these tables (scripts/state_diagrams.py), and a
-# property test holds the transitions above to them, so table, code and picture agree.
-#
-# The drain: "idle" (neither flag), "scheduled" (drain_scheduled), "draining" (in a
-# slice, no turn held) and "turn" (in a slice, a work holds the turn).
-DRAIN_TRANSITIONS: Final = (
-    ("idle", "admit [wake]", "scheduled"),
-    ("idle", "transfer [wake]", "scheduled"),
-    ("idle", "requeue [wake]", "scheduled"),
-    ("scheduled", "enter_drain", "draining"),
-    ("draining", "take_next", "turn"),
-    ("turn", "finish", "draining"),
-    ("turn", "yield_turn", "draining"),
-    ("draining", "end_slice [work left]", "scheduled"),
-    ("draining", "end_slice [nothing left]", "idle"),
-    ("draining", "exit_drain", "idle"),
-)
-# A work: its phase from admission to the end, with its transitions.
-WORK_TRANSITIONS: Final = (
-    ("new", "admit", "queued"),
-    ("new", "transfer", "queued"),
-    ("queued", "take_next", "running"),
-    ("running", "finish", "done"),
-    ("running", "yield_turn", "suspended"),
-    ("suspended", "requeue", "requeued"),
-    ("requeued", "take_next [resume]", "running"),
-    ("queued", "cancel", "done"),
-    ("suspended", "cancel", "done"),
-    ("requeued", "cancel", "done"),
-)
-
 
 def drain_state(core: QueueCore) -> str:
     """The drain state of ``core``, as named in ``DRAIN_TRANSITIONS``."""

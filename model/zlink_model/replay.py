@@ -31,6 +31,7 @@ from .policy import ZLinkExecutionLanePolicy
 from .queue import OUTCOME_NAMES, QueueConfig, QueueCore, WorkRecord
 from .rules import APPLICATION_LANE, LIFECYCLE_LANE
 from .trace import TraceEvent
+from .vocabulary import event_rules
 
 __all__ = [
     "EVENT_RULES",
@@ -46,24 +47,7 @@ __all__ = [
 
 # The rules each event of the trace format (specs/trace-format.md) serves: when the model
 # refuses an event, these are the rules the runtime broke by taking that step.
-EVENT_RULES: Final[Mapping[str, str]] = {
-    "admit": "SE-6.3, SE-5.1",
-    "transfer": "SE-4.5, SE-5.3, D-6",
-    "reject": "SE-6.3, SE-5.1",
-    "enter_drain": "SE-6.5",
-    "take_next": "SE-6.6, SE-6.1",
-    "finish": "SE-5.2",
-    "yield_turn": "SE-6.7",
-    "requeue": "SE-6.7",
-    "cancel": "SD-1, D-8",
-    "end_slice": "SE-6.4",
-    "exit_drain": "SE-6.6",
-    "close": "SE-6.2",
-    "dispose": "SD-1",
-    "dispose_safely": "SD-1, SD-2",
-    "dispose_after_timeout": "SD-1",
-    "expire_timeout": "SD-1",
-}
+EVENT_RULES: Final[Mapping[str, str]] = event_rules()
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

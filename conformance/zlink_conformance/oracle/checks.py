@@ -17,6 +17,9 @@ import itertools
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
+from zlink_model.vocabulary import OUTCOMES as WORK_OUTCOMES
+from zlink_model.vocabulary import wire_status
+
 from ..protocol.wire import (
     ENTRY_PARAMETERS,
     ERROR_KINDS,
@@ -29,8 +32,10 @@ from .log import CaseLog
 
 __all__ = ["CHECK_FIELDS", "STATUSES", "Check", "CheckContext", "match_reply", "parse_check"]
 
-STATUSES: Final = ("unknown", "rejected", "queued", "running", "yielded", "finished",
-                   "failed", "cancelled")
+# What a ``status`` check may expect of a work: never seen, rejected, a live work's wire
+# status, or the event that ended it.
+STATUSES: Final = ("unknown", "rejected", *dict.fromkeys(wire_status().values()),
+                   *(o.wire for o in WORK_OUTCOMES))
 
 # Field kinds as in protocol.commands, plus: "works" (non-empty list of work names),
 # "work_list" (possibly empty), "status_map",

@@ -13,11 +13,13 @@ import math
 from collections.abc import Iterator
 from typing import Any
 
+from zlink_model.vocabulary import OUTCOMES
+
 from ..protocol.wire import Event, Reply
 
 __all__ = ["TERMINAL", "CaseLog", "Lifetime"]
 
-TERMINAL = ("finished", "failed", "cancelled")
+TERMINAL = tuple(o.wire for o in OUTCOMES)  # the wire events that end a work
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

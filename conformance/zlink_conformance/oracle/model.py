@@ -95,6 +95,7 @@ from zlink_model.rules import (
     admission_verdict,
     reservation_bytes,
 )
+from zlink_model.vocabulary import TURN_WIRE_EVENTS
 
 from ..protocol.routing import Route, TargetInfo, route
 from .log import CaseLog
@@ -109,8 +110,7 @@ LIFECYCLE_ENTRIES: Final = frozenset(
     {"execute_lifecycle", "enqueue_lifecycle", "execute_control", "execute_infrastructure"})
 PAYLOAD_ENTRIES: Final = frozenset(
     {"execute_actor", "execute_application", "enqueue_with_payload_bytes"})
-TURN_EVENTS: Final = frozenset(
-    {"started", "resumed", "yielded", "finished", "failed", "cancelled"})
+TURN_EVENTS: Final = TURN_WIRE_EVENTS
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -33,6 +33,9 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final
 
+from zlink_model.vocabulary import DISPOSALS
+from zlink_model.vocabulary import OUTCOMES as WORK_OUTCOMES
+
 __all__ = [
     "CAPABILITIES",
     "COMMANDS",
@@ -152,13 +155,15 @@ COMMANDS: Final = (
     "await", "runtime_end", "statistics", "zombies", "shutdown",
 )
 OPS: Final = ("gate", "call", "busy", "submit", "wait_for", "snapshot", "raise")
-DISPOSE_MODES: Final = ("dispose", "dispose_safely", "dispose_after_timeout", "destroy")
+# The three disposal calls (the core transitions of the same names) and the Actor's
+# destroy, which disposes its scope.
+DISPOSE_MODES: Final = (*DISPOSALS, "destroy")
 
 REJECT_REASONS: Final = (
     "application_count", "application_bytes", "lifecycle_count", "lifecycle_bytes", "closed",
 )
 ERROR_KINDS: Final = ("reentrancy", "yield_not_supported", "closed", "not_disposed", "other")
-OUTCOMES: Final = ("finished", "failed", "cancelled")
+OUTCOMES: Final = tuple(o.wire for o in WORK_OUTCOMES)  # how a waited-for work ended
 REPLY_ERROR_KINDS: Final = (
     "bad_command", "unsupported", "unknown_target", "unknown_work", "internal",
 )

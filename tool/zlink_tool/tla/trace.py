@@ -29,30 +29,22 @@ import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from zlink_model.policy import ZLinkExecutionLanePolicy
+from zlink_model.vocabulary import tla_actions
 
 from .runner import find_jar, find_java
 
 __all__ = ["TLC_EVENTS", "TRACE_FILES", "TlcTraceVerdict", "TraceModel", "build_trace_model",
            "check_with_tlc", "write_trace_files"]
 
-# The events SerialQueue.tla has actions for, with the rule each one serves.
-TLC_EVENTS = {
-    "admit": ("Admit", "SE-6.3"),
-    "reject": ("Reject", "SE-6.3"),
-    "enter_drain": ("EnterDrain", "SE-6.5"),
-    "take_next": ("TakeNext", "SE-6.6"),
-    "finish": ("Finish", "SE-5.2"),
-    "yield_turn": ("YieldTurn", "SE-6.7"),
-    "requeue": ("Requeue", "SE-6.7"),
-    "end_slice": ("EndSlice", "SE-6.4"),
-    "exit_drain": ("ExitDrain", "SE-6.6"),
-    "close": ("Close", "SE-6.2"),
-}
+# The events SerialQueue.tla has actions for: event -> (action, the rules a refused event
+# is reported under), from the one table of names.
+TLC_EVENTS: Final[Mapping[str, tuple[str, str]]] = {
+    event: (t.action, t.rule_text) for event, t in tla_actions("SerialQueue").items()}
 # The checked-in modules TLC needs beside the data module, from the models directory.
 TRACE_FILES = ("SerialQueue.tla", "TraceSerialQueue.tla", "TraceSerialQueue.cfg")
 

@@ -48,11 +48,15 @@ import sys
 import threading
 import traceback
 import typing
-from asyncio.events import _set_running_loop as set_running_loop
+
+# asyncio's own hook for loop implementations (in asyncio.events.__all__): the lazy mode
+# runs a handler with the case's loop current but not turning.
+from asyncio.events import _set_running_loop as set_running_loop  # noqa: PLC2701
 from collections.abc import Callable, Coroutine, Iterable, Mapping
 from typing import IO, Any, cast
 
 from zlink_conformance.protocol.wire import CAPABILITIES, ENTRIES, PROTOCOL_VERSION
+from zlink_model.vocabulary import wire_status
 from zlink_reference import (
     ZLinkActorSerialExecutor,
     ZLinkClock,
@@ -89,8 +93,7 @@ PROGRESS_MODES = ("default", "lazy", "eager")
 CONCURRENT_LIMIT = 16
 CONCURRENT_WAIT_S = 10.0
 # The reference's work phases in the protocol's status names.
-ZOMBIE_STATES = {"queued": "queued", "running": "running", "suspended": "yielded",
-                 "requeued": "yielded"}
+ZOMBIE_STATES = wire_status()
 
 Coordinator = (
     ZLinkSpotSerialExecutor | ZLinkActorSerialExecutor | ZLinkSessionSerialExecutor
