@@ -4,7 +4,6 @@ coordinator ever made."""
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from zlink_model.errors import ZLinkClosedError
@@ -12,6 +11,7 @@ from zlink_model.policy import ZLinkExecutionLanePolicy
 from zlink_model.queue import Observer, QueueConfig
 
 from .._shell.clock import ZLinkClock
+from .._shell.loop import EventLoop
 from .._shell.queue import (
     ErrorHook,
     QueueRuntime,
@@ -59,7 +59,7 @@ class Coordinator(ScopeMixin):
         name: str,
         *,
         clock: ZLinkClock | None,
-        loop: asyncio.AbstractEventLoop | None,
+        loop: EventLoop | None,
         error_hook: ErrorHook | None,
         observer: Observer | None,
     ) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from functools import partial
 from typing import Any
 
@@ -10,6 +9,7 @@ from zlink_model.policy import ZLinkExecutionLanePolicy
 from zlink_model.queue import Observer
 
 from .._shell.clock import ZLinkClock
+from .._shell.loop import EventLoop
 from .._shell.queue import ErrorHook, QueueStatistics, Work, ZLinkWorkHandle
 from ._base import Coordinator, check_id, check_payload, check_work
 from .snapshot import ActorRegistry, ActorStateSnapshot, with_snapshot
@@ -28,7 +28,7 @@ class ZLinkActorSerialExecutor(Coordinator):
         policy: ZLinkExecutionLanePolicy | None = None,
         actor_type: str | None = None,
         clock: ZLinkClock | None = None,
-        loop: asyncio.AbstractEventLoop | None = None,
+        loop: EventLoop | None = None,
         error_hook: ErrorHook | None = None,
         observer: Observer | None = None,
     ) -> None:

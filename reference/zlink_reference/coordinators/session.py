@@ -10,13 +10,13 @@ the session to new work and runs its work after every work accepted before it.
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from zlink_model.policy import ZLinkExecutionLanePolicy
 from zlink_model.queue import CANCELLED, Observer
 
 from .._shell.clock import ZLinkClock
+from .._shell.loop import Cancelled, EventLoop
 from .._shell.queue import ErrorHook, QueueStatistics, Work, ZLinkWorkHandle
 from ._base import Coordinator, check_id, check_payload, check_work
 
@@ -32,7 +32,7 @@ class ZLinkSessionSerialExecutor(Coordinator):
         *,
         policy: ZLinkExecutionLanePolicy | None = None,
         clock: ZLinkClock | None = None,
-        loop: asyncio.AbstractEventLoop | None = None,
+        loop: EventLoop | None = None,
         error_hook: ErrorHook | None = None,
         observer: Observer | None = None,
     ) -> None:
@@ -83,7 +83,7 @@ class ZLinkSessionSerialExecutor(Coordinator):
         # A final work not placed yet was accepted: it ends cancelled, never runs.
         final = self._final
         if final is not None and not final.done() and getattr(final, "wid", -1) < 0:
-            final._settle(CANCELLED, asyncio.CancelledError("disposed before it started"))
+            final._settle(CANCELLED, Cancelled("disposed before it started"))
 
     def close(self) -> None:
         """No new work; accepted work (a pending final work included) finishes."""

@@ -25,7 +25,6 @@ queues are never merged, so one Actor's pending work can be taken out on its own
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import enum
 from collections.abc import Iterator, Mapping
@@ -37,6 +36,7 @@ from zlink_model.policy import ZLinkExecutionLanePolicy
 from zlink_model.queue import Observer, WorkRecord
 
 from .._shell.clock import ZLinkClock
+from .._shell.loop import EventLoop
 from .._shell.queue import (
     ErrorHook,
     QueueStatistics,
@@ -101,7 +101,7 @@ class ZLinkSpotSerialExecutor(Coordinator):
         actor_policy: ZLinkExecutionLanePolicy | None = None,
         timer_policy: ZLinkExecutionLanePolicy | None = None,
         clock: ZLinkClock | None = None,
-        loop: asyncio.AbstractEventLoop | None = None,
+        loop: EventLoop | None = None,
         error_hook: ErrorHook | None = None,
         observer: Observer | None = None,
     ) -> None:
