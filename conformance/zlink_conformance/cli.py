@@ -1,5 +1,5 @@
 """The kit's command line: run the conformance suite against an adapter, list the cases,
-replay one case (the usage text is ``run``'s docstring, shown by --help).
+re-send one case's commands (the usage text is ``run``'s docstring, shown by --help).
 
 It stands alone as the ``zlink-conformance`` console script (the kit installs by itself,
 with no runtime), and the ``zlink`` tool mounts the same subcommands as ``zlink
@@ -36,9 +36,9 @@ from .runner import (
     SuiteAbortedError,
     SuiteReport,
 )
-from .runner.replay import ReplayError, load_replay, replay
+from .runner.resend import ResendError, load_resend, resend
 
-__all__ = ["KIT", "Host", "configure", "main", "replay_command", "run"]
+__all__ = ["KIT", "Host", "configure", "main", "resend_command", "run"]
 
 
 @dataclass(frozen=True)
@@ -60,7 +60,7 @@ KIT = Host("zlink-conformance")
 
 
 def configure(p: argparse.ArgumentParser, host: Host = KIT) -> None:
-    """Register ``run``, ``list`` and ``replay`` (and the host's extra actions) on ``p``."""
+    """Register ``run``, ``list`` and ``resend`` (and the host's extra actions) on ``p``."""
     p.set_defaults(conformance_host=host)
     default = ("(default: the reference adapter)" if host.default_adapter is not None
                else "(required)")
@@ -105,18 +105,19 @@ def configure(p: argparse.ArgumentParser, host: Host = KIT) -> None:
     list_p = sub.add_parser("list", help="list the cases, their rules and capabilities",
                             description="List the cases (after --only/--skip) and the rules.")
     _filters(list_p)
-    rep_p = sub.add_parser("replay", help="send one case's recorded commands to an adapter "
-                                          "again and judge the result",
-                           description=replay_command.__doc__,
+    rep_p = sub.add_parser("resend", aliases=["replay"],
+                           help="send one case's recorded commands to an adapter again "
+                                "and judge the result (old name: replay)",
+                           description=resend_command.__doc__,
                            formatter_class=argparse.RawDescriptionHelpFormatter)
     rep_p.add_argument("file", type=Path, metavar="FILE",
                        help="a JSON report (--json) or one case object with 'id' and "
                             "'commands'")
-    rep_p.add_argument("--case", metavar="ID", help="the case to replay from a report")
+    rep_p.add_argument("--case", metavar="ID", help="the case to re-send from a report")
     rep_p.add_argument("--adapter", metavar="CMD",
                        help="the adapter's command line " + default)
     rep_p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
-                       help="wall-clock bound of the replay (default %(default)s)")
+                       help="wall-clock bound of the run (default %(default)s)")
     rep_p.add_argument("-q", "--quiet", action="store_true",
                        help="print only the verdict, not the exchange")
     if host.extra is not None:
@@ -164,14 +165,14 @@ def run(args: argparse.Namespace) -> int:
     prog = host.prog
     action = getattr(args, "conformance_action", None)
     if action is None:
-        print(f"{prog}: choose an action: run, list or replay (see --help)", file=sys.stderr)
+        print(f"{prog}: choose an action: run, list or resend (see --help)", file=sys.stderr)
         return 2
     handler = getattr(args, "conformance_handler", None)
     if handler is not None:  # an action the host added
         code: int = handler(args)
         return code
-    if action == "replay":
-        return replay_command(args)
+    if action in ("resend", "replay"):
+        return resend_command(args)
     try:
         catalogue = load_catalogue(args.cases)
         cases = select(catalogue, args.only, args.skip)
@@ -258,12 +259,12 @@ def _differences(reports: list[SuiteReport]) -> list[str]:
     return out
 
 
-def replay_command(args: argparse.Namespace) -> int:
+def resend_command(args: argparse.Namespace) -> int:
     """Send one case's recorded commands to an adapter again and judge what comes back.
 
       zlink-conformance run --adapter "CMD" --json report.json
-      zlink-conformance replay report.json --case ID --adapter "CMD"
-      zlink-conformance replay one-case.json --adapter "CMD"
+      zlink-conformance resend report.json --case ID --adapter "CMD"
+      zlink-conformance resend one-case.json --adapter "CMD"
 
     FILE is a JSON report written by `run --json` (every case that did not pass carries the
     exact commands the runner sent, starting with reset; --case picks one, and may be left
@@ -273,14 +274,14 @@ def replay_command(args: argparse.Namespace) -> int:
     oracle, and by the case's own checks when the ID is a shipped case and the commands are
     its commands.
 
-    Exit status: 0 when the replayed log passes, 1 when it fails, 2 for a bad file or an
+    Exit status: 0 when the new log passes, 1 when it fails, 2 for a bad file or an
     adapter that broke the protocol, crashed or refused a command.
     """
     try:
-        case_id, commands = load_replay(args.file, args.case)
+        case_id, commands = load_resend(args.file, args.case)
         catalogue = load_catalogue()
-    except (ReplayError, CaseError) as exc:
-        print(f"{args.conformance_host.prog} replay: {exc}", file=sys.stderr)
+    except (ResendError, CaseError) as exc:
+        print(f"{args.conformance_host.prog} resend: {exc}", file=sys.stderr)
         return 2
     argv = _adapter(args, args.conformance_host)
     if argv is None:
@@ -291,14 +292,14 @@ def replay_command(args: argparse.Namespace) -> int:
             arrow = ">" if direction == "sent" else "<"
             print(f"{arrow} {line.decode('utf-8', 'replace').rstrip()}")
 
-    print(f"replaying {case_id}: {len(commands)} command(s) to {' '.join(argv)}")
-    result = replay(argv, case_id, commands, catalogue=catalogue, timeout=args.timeout,
+    print(f"re-sending {case_id}: {len(commands)} command(s) to {' '.join(argv)}")
+    result = resend(argv, case_id, commands, catalogue=catalogue, timeout=args.timeout,
                     wire_tap=show)
     for message in result.messages:
         print(f"  {message}")
     mark = {"passed": "pass", "failed": "FAIL", "error": "ERROR"}[result.status]
     how = "the case's checks, " if result.judged_by_case else ""
-    print(f"replay of {case_id}: {mark} (judged by {how}the invariants and the model)")
+    print(f"re-send of {case_id}: {mark} (judged by {how}the invariants and the model)")
     return {"passed": 0, "failed": 1}.get(result.status, 2)
 
 

@@ -94,7 +94,7 @@ class CaseResult:
 
     def to_json(self) -> dict[str, Any]:
         """The result as plain data (``--json``). A case that did not pass carries its
-        command sequence, so ``zlink conformance replay`` can send it again."""
+        command sequence, so ``zlink conformance resend`` can send it again."""
         out: dict[str, Any] = {
             "id": self.case.id, "strength": self.case.strength, "rules": list(self.case.rules),
             "status": self.status, "outcome": self.outcome, "time_s": round(self.seconds, 4),

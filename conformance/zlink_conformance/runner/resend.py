@@ -3,7 +3,7 @@ what comes back.
 
 Every case that did not pass carries, in the JSON report (``--json``), the exact commands
 the runner sent to the adapter (``commands``, starting with ``reset``; the adapter
-process adds the ``id`` of each). ``zlink conformance replay FILE`` reads either that
+process adds the ``id`` of each). ``zlink conformance resend FILE`` reads either that
 report (``--case ID`` picks a case; without it, the report's only case with commands) or
 a file holding one such case object on its own (``{"id": ..., "commands": [...]}``, as
 cut out of a report), starts the adapter, completes the handshake, sends the commands
@@ -28,16 +28,16 @@ from ..oracle.log import CaseLog
 from ..oracle.model import Divergence, check_model
 from .process import AdapterError, AdapterProcess, WireTap
 
-__all__ = ["ReplayError", "ReplayResult", "load_replay", "replay"]
+__all__ = ["ResendError", "ResendResult", "load_resend", "resend"]
 
 
-class ReplayError(Exception):
-    """The replay file cannot be used; the message says why."""
+class ResendError(Exception):
+    """The file to re-send cannot be used; the message says why."""
 
 
 @dataclasses.dataclass(slots=True)
-class ReplayResult:
-    """The verdict on one replayed command sequence."""
+class ResendResult:
+    """The verdict on one re-sent command sequence."""
 
     case_id: str
     status: str  # passed, failed, error
@@ -47,53 +47,53 @@ class ReplayResult:
     judged_by_case: bool = False
 
 
-def load_replay(path: str | Path, case_id: str | None = None
+def load_resend(path: str | Path, case_id: str | None = None
                 ) -> tuple[str, list[dict[str, Any]]]:
     """The case ID and the command sequence stored in ``path``."""
     source = Path(path)
     try:
         data = json.loads(source.read_text(encoding="utf-8"))
     except OSError as exc:
-        raise ReplayError(f"{source}: cannot read: {exc.strerror or exc}") from None
+        raise ResendError(f"{source}: cannot read: {exc.strerror or exc}") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ReplayError(f"{source}: not JSON: {exc}") from None
+        raise ResendError(f"{source}: not JSON: {exc}") from None
     if isinstance(data, dict) and isinstance(data.get("cases"), list):
         with_commands = [c for c in data["cases"]
                          if isinstance(c, dict) and isinstance(c.get("commands"), list)]
         if case_id is None:
             if len(with_commands) != 1:
                 ids = ", ".join(str(c.get("id")) for c in with_commands) or "none"
-                raise ReplayError(f"{source}: choose a case with --case ID (cases with "
+                raise ResendError(f"{source}: choose a case with --case ID (cases with "
                                   f"commands: {ids})")
             entry = with_commands[0]
         else:
             found = [c for c in data["cases"] if isinstance(c, dict) and c.get("id") == case_id]
             if not found:
-                raise ReplayError(f"{source}: no case {case_id} in this report")
+                raise ResendError(f"{source}: no case {case_id} in this report")
             entry = found[0]
             if not isinstance(entry.get("commands"), list):
-                raise ReplayError(f"{source}: case {case_id} carries no commands (only cases "
+                raise ResendError(f"{source}: case {case_id} carries no commands (only cases "
                                   f"that did not pass do)")
     elif isinstance(data, dict) and isinstance(data.get("commands"), list):
         entry = data
         if case_id is not None and data.get("id") != case_id:
-            raise ReplayError(f"{source}: holds case {data.get('id')}, not {case_id}")
+            raise ResendError(f"{source}: holds case {data.get('id')}, not {case_id}")
     else:
-        raise ReplayError(f"{source}: expected a JSON report (--json) or one case object "
+        raise ResendError(f"{source}: expected a JSON report (--json) or one case object "
                           f"with 'id' and 'commands'")
     commands = entry["commands"]
     if not commands or not all(isinstance(c, dict) and isinstance(c.get("cmd"), str)
                                for c in commands):
-        raise ReplayError(f"{source}: 'commands' must be a non-empty list of command objects")
+        raise ResendError(f"{source}: 'commands' must be a non-empty list of command objects")
     if any("id" in c for c in commands):
-        raise ReplayError(f"{source}: commands carry no 'id'; the runner numbers them")
-    return str(entry.get("id", "replay")), [dict(c) for c in commands]
+        raise ResendError(f"{source}: commands carry no 'id'; the runner numbers them")
+    return str(entry.get("id", "resend")), [dict(c) for c in commands]
 
 
-def replay(argv: Sequence[str], case_id: str, commands: Sequence[Mapping[str, Any]], *,
+def resend(argv: Sequence[str], case_id: str, commands: Sequence[Mapping[str, Any]], *,
            catalogue: Catalogue | None = None, timeout: float = 10.0,
            handshake_timeout: float = 30.0, env: Mapping[str, str] | None = None,
-           wire_tap: WireTap | None = None) -> ReplayResult:
+           wire_tap: WireTap | None = None) -> ResendResult:
     """Send ``commands`` to a fresh adapter and judge the log."""
     sequence = [dict(c) for c in commands]
     if sequence[0].get("cmd") != "reset":
@@ -118,11 +118,11 @@ def replay(argv: Sequence[str], case_id: str, commands: Sequence[Mapping[str, An
             reply_at.append(log.reply(reply))
             wire_ids.append(ident)
             if not reply.ok:
-                return ReplayResult(case_id, "error",
+                return ResendResult(case_id, "error",
                                     [f"{command['cmd']}: the adapter refused it: "
                                      f"{reply.error_kind}: {reply.error_message}"], log)
     except AdapterError as exc:
-        return ReplayResult(case_id, "error", [exc.message, *exc.stderr_tail], log)
+        return ResendResult(case_id, "error", [exc.message, *exc.stderr_tail], log)
     finally:
         adapter.stop()
     messages: list[str] = []
@@ -140,7 +140,7 @@ def replay(argv: Sequence[str], case_id: str, commands: Sequence[Mapping[str, An
         messages.insert(0, f"note: the commands are not those of case {case_id}; judged by "
                            f"the invariants and the model only")
     failed = any(not m.startswith("note:") for m in messages)
-    return ReplayResult(case_id, "failed" if failed else "passed", messages, log,
+    return ResendResult(case_id, "failed" if failed else "passed", messages, log,
                         verdict.divergence, judged)
 
 
@@ -161,7 +161,7 @@ def _prefix(log: CaseLog, end: int) -> CaseLog:
 
 def _case_checks(case: Case, sequence: Sequence[Mapping[str, Any]], log: CaseLog,
                  reply_at: Sequence[int], ctx: CheckContext) -> tuple[bool, list[str]]:
-    """Judge the case's own checks where the replayed commands are the case's. Returns
+    """Judge the case's own checks where the re-sent commands are the case's. Returns
     (whether the sequence is the case's, failure messages)."""
     expected = [dict(s.message) for s in case.steps if isinstance(s, Command)]
     expected = [{"cmd": "reset"}, *expected, {"cmd": "settle"}]
@@ -196,11 +196,11 @@ def _case_checks(case: Case, sequence: Sequence[Mapping[str, Any]], log: CaseLog
 def _works(sequence: Sequence[Mapping[str, Any]], wire_ids: Sequence[int]
            ) -> dict[str, WorkInfo]:
     """Every work the commands submit, with the wire id of its submit command."""
-    builder = _Builder("replay")
+    builder = _Builder("resend")
     for command in sequence:
         if command.get("cmd") == "reset":
             continue
-        builder.step(dict(command), "replay")
+        builder.step(dict(command), "resend")
     out = {}
     for work, info in builder.works.items():
         wire = wire_ids[info.command_id] if info.command_id is not None \

@@ -1,5 +1,5 @@
 """Reproduction: a case that did not pass carries its exact command sequence in the JSON
-report, and `zlink conformance replay` sends it to any adapter again and judges the log."""
+report, and `zlink conformance resend` sends it to any adapter again and judges the log."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from zlink_conformance.catalog import load_catalogue
-from zlink_conformance.runner.replay import ReplayError, load_replay, replay
+from zlink_conformance.runner.resend import ResendError, load_resend, resend
 from zlink_reference_adapter import PRELOAD_FILE, reference_adapter_command
 from zlink_tool.cli.main import main
 
@@ -45,12 +45,12 @@ def test_a_failing_case_carries_its_commands_and_a_passing_one_does_not(report: 
     assert case["divergence"]["invariant"] == "FifoWithinLane"
 
 
-def test_replay_reproduces_the_failure_and_passes_on_a_correct_runtime(
+def test_resend_reproduces_the_failure_and_passes_on_a_correct_runtime(
         report: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["conformance", "replay", str(report)]) == 0
+    assert main(["conformance", "resend", str(report)]) == 0
     out = capsys.readouterr().out
-    assert f"replay of {CASE}: pass (judged by the case's checks" in out
+    assert f"re-send of {CASE}: pass (judged by the case's checks" in out
     assert '> {"id":1,"cmd":"reset"}' in out
     monkeypatch.setenv("ZLINK_ADAPTER_PRELOAD", str(PRELOAD_FILE))
     monkeypatch.setenv("ZLINK_MUTANT_NAME", "fifo_swap")
@@ -62,19 +62,19 @@ def test_replay_reproduces_the_failure_and_passes_on_a_correct_runtime(
     assert '> {"id"' not in out
 
 
-def test_a_standalone_case_file_replays_too(report: Path, tmp_path: Path) -> None:
+def test_a_standalone_case_file_is_resent_too(report: Path, tmp_path: Path) -> None:
     case = json.loads(report.read_text())["cases"][0]
     one = tmp_path / "one.json"
     one.write_text(json.dumps({"id": case["id"], "commands": case["commands"]}))
-    case_id, commands = load_replay(one)
+    case_id, commands = load_resend(one)
     assert (case_id, commands) == (CASE, case["commands"])
 
 
 def test_commands_that_are_not_the_case_are_judged_by_invariants_and_model(report: Path
                                                                           ) -> None:
-    case_id, commands = load_replay(report)
+    case_id, commands = load_resend(report)
     doctored = [c for c in commands if c != {"cmd": "settle"}]
-    result = replay(reference_adapter_command(), case_id, doctored, env=child_env(),
+    result = resend(reference_adapter_command(), case_id, doctored, env=child_env(),
                     catalogue=load_catalogue())
     assert not result.judged_by_case and result.status == "passed"
     assert result.messages[0].startswith("note: the commands are not those of case")
@@ -87,11 +87,11 @@ def test_commands_that_are_not_the_case_are_judged_by_invariants_and_model(repor
     ('{"id": "x", "commands": []}', "non-empty list"),
     ('{"id": "x", "commands": [{"id": 3, "cmd": "reset"}]}', "carry no 'id'"),
 ])
-def test_a_bad_replay_file_is_an_error(tmp_path: Path, body: str, needle: str) -> None:
+def test_a_bad_resend_file_is_an_error(tmp_path: Path, body: str, needle: str) -> None:
     path = tmp_path / "bad.json"
     path.write_text(body)
-    with pytest.raises(ReplayError) as info:
-        load_replay(path)
+    with pytest.raises(ResendError) as info:
+        load_resend(path)
     assert needle in str(info.value)
 
 
