@@ -53,6 +53,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except SystemExit as stop:  # a usage error deep in a subcommand (missing extra, data)
+        return stop.code if isinstance(stop.code, int) else 2
     return code
 
 
