@@ -25,7 +25,7 @@ def test_a_checkout_is_found_from_inside_it(monkeypatch: pytest.MonkeyPatch) -> 
 def test_zlink_root_wins_and_must_hold_models(tmp_path: Path,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(paths.ENV, str(tmp_path))
-    with pytest.raises(paths.DataError, match="holds no models/manifest.json"):
+    with pytest.raises(paths.DataError, match=r"holds no models/manifest\.json"):
         paths.locate()
     (tmp_path / "models").mkdir()
     (tmp_path / "specs").mkdir()
