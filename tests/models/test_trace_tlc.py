@@ -68,3 +68,13 @@ def test_log_text_never_reaches_the_module() -> None:
 def test_events_outside_the_model_are_named() -> None:
     with pytest.raises(TraceFormatError, match=r"'transfer' has no action in SerialQueue\.tla"):
         build_trace_model([{"event": "transfer", "work": 0}], POLICY)
+
+
+def test_the_example_data_module_is_what_the_generator_writes() -> None:
+    """models/TraceLog.tla (the data the manifest run TraceSerialQueue checks) is the
+    generator's output for the log docs/models.md names: regenerate it with
+    ``build_trace_model(asyncio.run(record(60, seed=3)), POLICY).module`` when the
+    generator or the runtime changes."""
+    model = build_trace_model(asyncio.run(record(60, seed=3)), POLICY)
+    checked_in = (ROOT / "models" / "TraceLog.tla").read_text(encoding="utf-8")
+    assert model.module == checked_in
