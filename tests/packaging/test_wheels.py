@@ -10,7 +10,7 @@ not need a checkout is run from an empty temporary directory:
   ``trace check`` (``--tlc`` with Java), ``conformance run`` and ``conformance self-test``;
 - *bare*: ``zlink`` without extras: ``--help`` works, ``policy check`` and
   ``models check`` exit 2 with one line naming the extra to install, ``verify`` exits 2
-  saying it needs a checkout;
+  saying it needs a checkout, and ``ZLINK_ROOT`` replaces the shipped models;
 - *kit*: ``zlink-conformance`` alone (with ``zlink-model``, nothing else): its console
   script runs the whole suite against the Node example adapter and against the
   reference adapter started from the *full* environment.
@@ -97,10 +97,11 @@ class Env:
     def python(self) -> Path:
         return self.bin / "python"
 
-    def run(self, script: str, *args: str, timeout: float = 240
-            ) -> subprocess.CompletedProcess[str]:
+    def run(self, script: str, *args: str, timeout: float = 240,
+            env_extra: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
         """Run one of the environment's console scripts in its empty folder."""
         env = {k: v for k, v in os.environ.items() if k not in _SCRUBBED}
+        env.update(env_extra or {})
         env["PATH"] = os.pathsep.join([str(self.bin), env.get("PATH", "")])
         result = subprocess.run([str(self.bin / script), *args], cwd=self.cwd, env=env,
                                 capture_output=True, text=True, timeout=timeout)
@@ -307,6 +308,23 @@ def test_bare_install_verify_needs_a_checkout(bare: Env) -> None:
     result = bare.run("zlink", "verify")
     assert result.returncode == 2, result.stdout + result.stderr
     assert "needs a ZLink checkout" in result.stderr
+
+
+def test_bare_install_reads_the_models_of_zlink_root(bare: Env, work: Path) -> None:
+    root = work / "other-root"
+    shutil.copytree(ROOT / "specs", root / "specs")
+    (root / "models").mkdir()
+    manifest = json.loads((ROOT / "models" / "manifest.json").read_text(encoding="utf-8"))
+    manifest["runs"] = manifest["runs"][:1]
+    manifest["runs"][0]["name"] = "OnlyInZlinkRoot"
+    (root / "models" / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    result = bare.run("zlink", "models", "list", env_extra={"ZLINK_ROOT": str(root)})
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.split()[0] == "OnlyInZlinkRoot"
+    shipped = bare.run("zlink", "models", "list")
+    assert "OnlyInZlinkRoot" not in shipped.stdout and "SerialQueue" in shipped.stdout
+    wrong = bare.run("zlink", "models", "list", env_extra={"ZLINK_ROOT": str(work)})
+    assert wrong.returncode == 2 and "ZLINK_ROOT" in wrong.stderr
 
 
 # ---------------------------------------------------------------------- the kit alone
