@@ -326,6 +326,12 @@ def test_bare_install_verify_needs_a_checkout(bare: Env) -> None:
     assert "needs a ZLink checkout" in result.stderr
 
 
+def test_bare_install_never_rewrites_its_shipped_manifest(bare: Env) -> None:
+    result = bare.run("zlink", "models", "check", "--update")
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "installed with the tool" in result.stderr
+
+
 def test_bare_install_reads_the_models_of_zlink_root(bare: Env, work: Path) -> None:
     root = work / "other-root"
     shutil.copytree(ROOT / "specs", root / "specs")
