@@ -48,16 +48,32 @@ yielded work queueing its resume permit after its call returned, and a session p
 its final work. The model keeps a set of *worlds* (core states) and, before each event,
 adds every world reachable by internal steps; the event then keeps the worlds in which
 it is legal. A runtime diverges when no world is left; it is never failed for a choice
-some world allows. Time does not need a world of its own: within one owner, the order of
+some world allows.
+
+The work is split between the model and this module. The model's replay engine
+(``zlink_model.engine.ReplayEngine``, the engine ``zlink trace check`` replays a trace
+with, there with one world and no hidden steps) owns the machinery: the set of worlds,
+their copies (``QueueCore.copy``), the closure under hidden steps, keeping the worlds in
+which a step is legal, and the ``MAX_WORLDS`` limit. This module owns what is particular
+to the wire: what a world holds (``_World``: every queue's core, the routing of each work
+to its records, the finals not placed yet, the cancellations the model made), which
+internal steps are hidden (``_steps``, given to the engine as its hidden steps), how each
+wire event maps onto core transitions (the table above: each event is one ``advance`` of
+the engine, the reply to ``settle`` one ``restrict``) and how a divergence is explained.
+It calls only public transitions of the core, the model-only step
+``take_next_ahead_of`` included (below).
+
+Time does not need a world of its own: within one owner, the order of
 turns does not depend on where slices end (``end_slice`` keeps the lines and the streak),
 so the model runs with the clock at 0 and never cuts a slice; whether slices are cut is
 the business of the time-budget cases. The disposal timeout may expire at any moment
 after ``dispose_after_timeout`` (the cases check that it waits for its time). And because
 a multi-threaded runtime may write ``accepted`` of one work after another work of the
 same owner already took the turn, a take may pass over works whose ``accepted`` came
-after that owner's previous turn event.
+after that owner's previous turn event (``QueueCore.take_next_ahead_of``: the take as it
+was before their admissions, which then queue again behind it).
 
-Very rarely the worlds multiply past ``MAX_WORLDS``; the model then stops judging that
+Very rarely the worlds multiply past ``MAX_WORLDS``; the engine then stops judging that
 case (``undecided``) rather than guess.
 """
 
@@ -442,9 +458,8 @@ class _Replay:
                     core.close()
             if mode == "dispose":
                 # a final work not placed yet ends cancelled (D-22)
-                for work, rec in list(world.finals.items()):
+                for work in list(world.finals):
                     if sh.works[work].target.name == target:
-                        rec.phase = DONE
                         world.to_cancel.add(("final", work))
                         del world.finals[work]
 
