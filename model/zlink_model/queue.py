@@ -50,6 +50,12 @@ lifecycle lane, and the barrier-next line, which is application work placed ahea
 the application lane (it reserves in the application lane). A resume permit goes to the
 tail of its work's own lane, is never refused and reserves nothing new: the work kept
 its reservation while suspended.
+
+Checkers only: ``QueueCore.copy`` (an independent copy of the whole state, for a
+checker that follows several possible states, ``zlink_model.engine``) and one model-only
+step, ``take_next_ahead_of`` (``take_next`` as it was before admissions a runtime
+reported after it). They are no transitions of the protocol: no TLA+ action, no trace
+event of their own, and no runtime calls them.
 """
 
 from __future__ import annotations
