@@ -18,8 +18,6 @@ import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES: Mapping[str, Path] = {
     "zlink_model": ROOT / "model" / "zlink_model",
@@ -139,8 +137,6 @@ def layering_problems(packages: Mapping[str, Path] = PACKAGES) -> list[str]:
     return problems
 
 
-@pytest.mark.xfail(strict=True, reason="the kit's oracle still calls QueueCore._place; "
-                   "the one replay engine removes it")
 def test_arrows_point_down_only() -> None:
     problems = layering_problems()
     assert not problems, "the layers of docs/design.md are broken:\n" + "\n".join(problems)

@@ -181,3 +181,32 @@ def test_the_table_scan_finds_a_planted_table(tmp_path: Path) -> None:
                        '"finish": "SE-5.2"}\nOK = ("admit", "reject")\n'
                        'def f(e):\n    return e in ("admit", "reject", "finish")\n')
     assert [(line, name) for line, name, _ in _name_tables(planted)] == [(1, "RULES")]
+
+
+def test_the_oracles_event_table_follows_the_vocabulary() -> None:
+    """The model oracle's docstring maps each wire event onto core transitions; every
+    wire event the vocabulary ties to transitions is there, naming those transitions."""
+    from zlink_conformance.oracle import model
+
+    doc = model.__doc__ or ""
+    table = doc.split("event                  transition(s) in the model", 1)[1]
+    table = table.split("\n\n", 1)[0]
+    rows: dict[str, str] = {}
+    current: list[str] = []
+    for line in table.splitlines():
+        if line.startswith("``"):
+            head, _, rest = line.partition("  ")
+            current = re.findall(r"``([a-z_]+)``", head)
+            for name in current:
+                rows[name] = rest
+        elif line.startswith(" ") and current:
+            for name in current:
+                rows[name] += " " + line.strip()
+    assert set(rows) <= WIRE_NAMES, sorted(set(rows) - WIRE_NAMES)
+    for w in WIRE_EVENTS:
+        if not w.transitions:
+            continue
+        assert w.name in rows, f"the oracle's table has no row for {w.name}"
+        named = set(re.findall(r"``([a-z_]+)``", rows[w.name]))
+        missing = set(w.transitions) - named
+        assert not missing, f"the oracle's row for {w.name} does not name {sorted(missing)}"

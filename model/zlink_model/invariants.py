@@ -42,7 +42,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from typing import Final
+from typing import Any, Final
 
 from .policy import ZLinkExecutionLanePolicy
 from .queue import (
@@ -208,7 +208,7 @@ _SOURCE_NAMES: Final = {Source.BARRIER: "barrier", Source.LIFECYCLE: "lifecycle"
                         Source.APPLICATION: "application"}
 
 
-def _lane_records(core: QueueCore) -> tuple[list[WorkRecord], list[WorkRecord]]:
+def _lane_records(core: QueueCore[Any]) -> tuple[list[WorkRecord], list[WorkRecord]]:
     app: list[WorkRecord] = []
     life: list[WorkRecord] = []
     for rec in core.live_records():
@@ -216,7 +216,7 @@ def _lane_records(core: QueueCore) -> tuple[list[WorkRecord], list[WorkRecord]]:
     return app, life
 
 
-def check_core(core: QueueCore, *, transferred: Collection[int] = ()) -> list[Violation]:
+def check_core(core: QueueCore[Any], *, transferred: Collection[int] = ()) -> list[Violation]:
     """Every invariant that the core's own state decides, for one queue.
 
     ``transferred`` names the live works (by id) that came in by ``transfer``: SpotWide
@@ -662,7 +662,7 @@ _HANDLERS: Final[dict[str, Callable[[TraceImage, TraceEvent], None]]] = {
 }
 
 
-def _agreement(core: QueueCore, image: TraceImage) -> list[Violation]:
+def _agreement(core: QueueCore[Any], image: TraceImage) -> list[Violation]:
     """Where the models combine the core's state with history, compare the two."""
     out: list[Violation] = []
     name = core.name
@@ -724,7 +724,7 @@ class QueueChecker:
         """One event of this queue."""
         return self.image.feed(ev)
 
-    def check(self, core: QueueCore | None = None) -> list[Violation]:
+    def check(self, core: QueueCore[Any] | None = None) -> list[Violation]:
         """The core's own invariants and its agreement with the trace so far."""
         if core is None:
             return []
@@ -759,7 +759,7 @@ class TraceChecker:
             out += self.queue(ev.queue).feed(ev)
         return out
 
-    def check(self, cores: Iterable[QueueCore]) -> list[Violation]:
+    def check(self, cores: Iterable[QueueCore[Any]]) -> list[Violation]:
         """Each core's invariants and its agreement with its queue's trace so far."""
         out: list[Violation] = []
         for core in cores:
@@ -767,7 +767,7 @@ class TraceChecker:
         return out
 
 
-def check_queue(core: QueueCore | None = None, trace: Sequence[TraceEvent] | None = None,
+def check_queue(core: QueueCore[Any] | None = None, trace: Sequence[TraceEvent] | None = None,
                 *, policy: PolicyFor = None, units_per_ms: float = 1.0) -> list[Violation]:
     """Every queue invariant over what is given: a core, a trace (of one or many
     queues), or both (the core's queue's trace). Returns the violations found, each
@@ -786,14 +786,14 @@ def check_queue(core: QueueCore | None = None, trace: Sequence[TraceEvent] | Non
     return out
 
 
-def _holds(name: str, core: QueueCore | None, trace: Sequence[TraceEvent] | None,
+def _holds(name: str, core: QueueCore[Any] | None, trace: Sequence[TraceEvent] | None,
            policy: PolicyFor) -> bool:
     return not any(v.invariant == name
                    for v in check_queue(core, trace, policy=policy))
 
 
 # --------------------------------------------------------- the queue predicates
-def NoDoubleDrain(core: QueueCore | None = None, trace: Sequence[TraceEvent] | None = None,
+def NoDoubleDrain(core: QueueCore[Any] | None = None, trace: Sequence[TraceEvent] | None = None,
                   *, policy: PolicyFor = None) -> bool:
     """SE-6.5, D-10: at most one drain is scheduled or running.
     TLA+: ``NoDoubleDrain`` (models/SerialQueue.tla).
@@ -804,7 +804,7 @@ def NoDoubleDrain(core: QueueCore | None = None, trace: Sequence[TraceEvent] | N
     return _holds("NoDoubleDrain", core, trace, policy)
 
 
-def FifoWithinLane(core: QueueCore | None = None, trace: Sequence[TraceEvent] | None = None,
+def FifoWithinLane(core: QueueCore[Any] | None = None, trace: Sequence[TraceEvent] | None = None,
                    *, policy: PolicyFor = None) -> bool:
     """SE-6.6, D-1: every line serves its items, new work and resume permits alike, first
     in first out. TLA+: ``FifoWithinLane`` (models/SerialQueue.tla).
@@ -816,7 +816,7 @@ def FifoWithinLane(core: QueueCore | None = None, trace: Sequence[TraceEvent] | 
     return _holds("FifoWithinLane", core, trace, policy)
 
 
-def LifecycleBurstBounded(core: QueueCore | None = None,
+def LifecycleBurstBounded(core: QueueCore[Any] | None = None,
                           trace: Sequence[TraceEvent] | None = None,
                           *, policy: PolicyFor = None) -> bool:
     """SE-6.1, SE-10 item 9, D-5: the lifecycle streak never passes the burst limit.
@@ -827,7 +827,7 @@ def LifecycleBurstBounded(core: QueueCore | None = None,
     return _holds("LifecycleBurstBounded", core, trace, policy)
 
 
-def NoResumeWithoutRequeue(core: QueueCore | None = None,
+def NoResumeWithoutRequeue(core: QueueCore[Any] | None = None,
                            trace: Sequence[TraceEvent] | None = None,
                            *, policy: PolicyFor = None) -> bool:
     """SE-6.7: the turn holder is running, a running work holds the turn, and a work that
@@ -841,7 +841,7 @@ def NoResumeWithoutRequeue(core: QueueCore | None = None,
     return _holds("NoResumeWithoutRequeue", core, trace, policy)
 
 
-def NoLostWakeup(core: QueueCore | None = None, trace: Sequence[TraceEvent] | None = None,
+def NoLostWakeup(core: QueueCore[Any] | None = None, trace: Sequence[TraceEvent] | None = None,
                  *, policy: PolicyFor = None) -> bool:
     """SE-6.5, D-10: ready work always has a drain scheduled or running.
     TLA+: ``NoLostWakeup`` (models/SerialQueue.tla).
@@ -852,7 +852,7 @@ def NoLostWakeup(core: QueueCore | None = None, trace: Sequence[TraceEvent] | No
     return _holds("NoLostWakeup", core, trace, policy)
 
 
-def CapacityRespected(core: QueueCore | None = None, trace: Sequence[TraceEvent] | None = None,
+def CapacityRespected(core: QueueCore[Any] | None = None, trace: Sequence[TraceEvent] | None = None,
                       *, policy: PolicyFor = None) -> bool:
     """SE-5.1, SE-6.3: both lanes stay within their count and byte limits.
     TLA+: ``CapacityRespected`` (models/SerialQueue.tla; the SpotWide form, where
@@ -864,7 +864,7 @@ def CapacityRespected(core: QueueCore | None = None, trace: Sequence[TraceEvent]
     return _holds("CapacityRespected", core, trace, policy)
 
 
-def ReservationsBalanced(core: QueueCore | None = None,
+def ReservationsBalanced(core: QueueCore[Any] | None = None,
                          trace: Sequence[TraceEvent] | None = None,
                          *, policy: PolicyFor = None) -> bool:
     """SE-5.2, D-2, D-9: each lane's count and bytes are exactly those of its accepted,
@@ -876,7 +876,7 @@ def ReservationsBalanced(core: QueueCore | None = None,
     return _holds("ReservationsBalanced", core, trace, policy)
 
 
-def SliceBounded(core: QueueCore | None = None, trace: Sequence[TraceEvent] | None = None,
+def SliceBounded(core: QueueCore[Any] | None = None, trace: Sequence[TraceEvent] | None = None,
                  *, policy: PolicyFor = None) -> bool:
     """SE-6.4: no turn is taken once the slice's time budget is used; the drain ends the
     slice instead. TLA+: the guard ``~budgetUsed`` of ``TakeNext``
@@ -888,7 +888,7 @@ def SliceBounded(core: QueueCore | None = None, trace: Sequence[TraceEvent] | No
 
 
 # ------------------------------------------------------ the disposal predicates
-def NoWorkAcceptedAfterClose(core: QueueCore | None = None,
+def NoWorkAcceptedAfterClose(core: QueueCore[Any] | None = None,
                              trace: Sequence[TraceEvent] | None = None,
                              *, policy: PolicyFor = None) -> bool:
     """SD-1, SE-6.2: once closed (``close`` or any disposal call), no work is admitted.
@@ -898,7 +898,7 @@ def NoWorkAcceptedAfterClose(core: QueueCore | None = None,
     return _holds("NoWorkAcceptedAfterClose", core, trace, policy)
 
 
-def AwaitCompletionIgnoresZombies(core: QueueCore | None = None,
+def AwaitCompletionIgnoresZombies(core: QueueCore[Any] | None = None,
                                   trace: Sequence[TraceEvent] | None = None,
                                   *, policy: PolicyFor = None) -> bool:
     """SD-2, SD-3: the active count, which ``await_completion`` waits on, is the number of
@@ -910,7 +910,7 @@ def AwaitCompletionIgnoresZombies(core: QueueCore | None = None,
     return _holds("AwaitCompletionIgnoresZombies", core, trace, policy)
 
 
-def ZombiesCounted(core: QueueCore | None = None, trace: Sequence[TraceEvent] | None = None,
+def ZombiesCounted(core: QueueCore[Any] | None = None, trace: Sequence[TraceEvent] | None = None,
                    *, policy: PolicyFor = None) -> bool:
     """SD-2: the zombie count is the number of live zombies.
     TLA+: ``ZombiesCounted`` (models/Disposal.tla), whose set ``zombie`` is the history
@@ -922,7 +922,7 @@ def ZombiesCounted(core: QueueCore | None = None, trace: Sequence[TraceEvent] | 
     return _holds("ZombiesCounted", core, trace, policy)
 
 
-def EveryAcceptedWorkEndsOnce(core: QueueCore | None = None,
+def EveryAcceptedWorkEndsOnce(core: QueueCore[Any] | None = None,
                               trace: Sequence[TraceEvent] | None = None,
                               *, policy: PolicyFor = None) -> bool:
     """D-11: every accepted work ends at most once, and has ended exactly when it is done.
@@ -935,7 +935,7 @@ def EveryAcceptedWorkEndsOnce(core: QueueCore | None = None,
     return _holds("EveryAcceptedWorkEndsOnce", core, trace, policy)
 
 
-def CancellationOnOwnTurn(core: QueueCore | None = None,
+def CancellationOnOwnTurn(core: QueueCore[Any] | None = None,
                           trace: Sequence[TraceEvent] | None = None,
                           *, policy: PolicyFor = None) -> bool:
     """D-8, SD-1: a cancellation reaches a work that never started by ``cancel`` (it
@@ -948,7 +948,7 @@ def CancellationOnOwnTurn(core: QueueCore | None = None,
     return _holds("CancellationOnOwnTurn", core, trace, policy)
 
 
-def WellFormedTrace(core: QueueCore | None = None, trace: Sequence[TraceEvent] | None = None,
+def WellFormedTrace(core: QueueCore[Any] | None = None, trace: Sequence[TraceEvent] | None = None,
                     *, policy: PolicyFor = None) -> bool:
     """specs/trace-format.md: every event is defined, has its fields, names works its
     queue accepted, and happens where the model lets it (no turn outside a drain).
@@ -967,8 +967,8 @@ class SpotWideView:
     when the caller knows the payloads (default: what the record reserved).
     """
 
-    spot: QueueCore
-    actors: Mapping[str, QueueCore]
+    spot: QueueCore[Any]
+    actors: Mapping[str, QueueCore[Any]]
     turn_of: Mapping[int, str]
     reservation: Callable[[str, WorkRecord], int] | None = None
 

@@ -50,13 +50,19 @@ lifecycle lane, and the barrier-next line, which is application work placed ahea
 the application lane (it reserves in the application lane). A resume permit goes to the
 tail of its work's own lane, is never refused and reserves nothing new: the work kept
 its reservation while suspended.
+
+Checkers only: ``QueueCore.copy`` (an independent copy of the whole state, for a
+checker that follows several possible states, ``zlink_model.engine``) and one model-only
+step, ``take_next_ahead_of`` (``take_next`` as it was before admissions a runtime
+reported after it). They are no transitions of the protocol: no TLA+ action, no trace
+event of their own, and no runtime calls them.
 """
 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable
-from typing import Final, NoReturn
+from collections.abc import Callable, Iterable
+from typing import Any, Final, Generic, NoReturn, Self, TypeVar
 
 from .errors import RejectReason, ZLinkClosedError, ZLinkProtocolError, ZLinkRejectedError
 from .policy import ZLinkExecutionLanePolicy
@@ -96,6 +102,7 @@ __all__ = [
     "Observer",
     "QueueConfig",
     "QueueCore",
+    "R",
     "WorkRecord",
     "drain_state",
 ]
@@ -126,7 +133,7 @@ MODE_CANCELLED: Final = 3  # dispose, or the timeout expired: live works being c
 MODE_NAMES: Final = ("open", "safely", "timeout", "cancelled")
 SOURCE_NAMES: Final = ("barrier", "lifecycle", "application")
 
-def drain_state(core: QueueCore) -> str:
+def drain_state(core: QueueCore[Any]) -> str:
     """The drain state of ``core``, as named in ``DRAIN_TRANSITIONS``."""
     if core.draining:
         return "turn" if core.current is not None else "draining"
@@ -161,6 +168,28 @@ class WorkRecord:
         self.barrier = self.zombie = False
         self.nbytes = self.resumes = 0
         self.phase = QUEUED
+
+    def copy(self) -> Self:
+        """A new record of the same class with the same core fields (for a checker's
+        copy of a core, ``QueueCore.copy``). A subclass with fields of its own that a
+        copy must keep extends this (``new = super().copy()``, then its fields)."""
+        cls = type(self)
+        new = cls.__new__(cls)
+        new.wid = self.wid
+        new.seq = self.seq
+        new.lane = self.lane
+        new.barrier = self.barrier
+        new.nbytes = self.nbytes
+        new.phase = self.phase
+        new.resumes = self.resumes
+        new.zombie = self.zombie
+        return new
+
+
+R = TypeVar("R", bound=WorkRecord)
+"""The record type of a core: ``WorkRecord`` or the subclass its user admits (a shell's
+handles, a checker's labelled records). A core gives back, in its lines, its turn and
+its results, exactly the records it was given."""
 
 
 def _wid(rec: WorkRecord) -> object:
@@ -207,13 +236,20 @@ class QueueConfig:
         self.fixed_reservation = reservation_bytes(0, policy.fixed_work_byte_cost)
 
 
-class QueueCore:
+class QueueCore(Generic[R]):
     """State and transitions of one serial queue. Not thread-safe by itself: a shell
     that lets several threads submit holds one lock around each transition, which is
     what makes admission one critical section (SE-6.3).
 
     Lines (``app``, ``life``, ``barrier``) and the suspended set exist only while they
     hold something; an idle queue keeps nothing but counters and flags.
+
+    Generic in its record type ``R`` (``QueueCore[MyRecord]``): what goes in as an
+    ``R`` comes out as one. Annotate rather than subscript the constructor call
+    (``core: QueueCore[H] = QueueCore(config)``): a subscripted call is slower.
+
+    Besides the transitions, two members serve checkers only, never a runtime:
+    ``copy`` and the model-only step ``take_next_ahead_of``.
     """
 
     __slots__ = (
@@ -241,9 +277,9 @@ class QueueCore:
     def __init__(self, config: QueueConfig, name: str = "queue") -> None:
         self.config = config
         self.name = name
-        self.app: deque[WorkRecord] | None = None
-        self.life: deque[WorkRecord] | None = None
-        self.barrier: deque[WorkRecord] | None = None
+        self.app: deque[R] | None = None
+        self.life: deque[R] | None = None
+        self.barrier: deque[R] | None = None
         self.app_count = 0
         self.app_bytes = 0
         self.life_count = 0
@@ -251,11 +287,11 @@ class QueueCore:
         self.next_seq = 0
         self.drain_scheduled = False
         self.draining = False
-        self.current: WorkRecord | None = None
+        self.current: R | None = None
         self.slice_started_at: float = 0  # meaningful only while draining
         self.streak = 0
         self.closed = False
-        self.suspended: set[WorkRecord] | None = None
+        self.suspended: set[R] | None = None
         self.mode = MODE_OPEN  # scope mode (SD-1)
         self.zombies = 0  # live works marked zombie (SD-2)
 
@@ -287,16 +323,16 @@ class QueueCore:
             return self.life_count, self.life_bytes
         return self.app_count, self.app_bytes
 
-    def line(self, source: Source) -> tuple[WorkRecord, ...]:
+    def line(self, source: Source) -> tuple[R, ...]:
         """The items waiting in one line, head first."""
         found = (self.barrier, self.life, self.app)[source]
         return tuple(found) if found else ()
 
-    def suspended_records(self) -> tuple[WorkRecord, ...]:
+    def suspended_records(self) -> tuple[R, ...]:
         """Works that gave their turn back and wait on their external call."""
         return tuple(self.suspended) if self.suspended else ()
 
-    def live_records(self) -> list[WorkRecord]:
+    def live_records(self) -> list[R]:
         """Every accepted, unfinished work: queued, running, suspended or requeued."""
         out = [*self.line(Source.BARRIER), *self.line(Source.LIFECYCLE)]
         out += [*self.line(Source.APPLICATION), *self.suspended_records()]
@@ -304,10 +340,110 @@ class QueueCore:
             out.append(self.current)
         return out
 
+    # ------------------------------------------------------------ checkers only
+    def copy(self, records: dict[R, R] | None = None) -> QueueCore[R]:
+        """A faithful copy for a checker that follows several possible states at once
+        (``zlink_model.engine``): the same counters, flags, scope mode and clock
+        reading, and lines, turn and suspended set holding copies of the records
+        (``WorkRecord.copy``) in the same order. The two evolve independently; only the
+        configuration is shared (it is shared by design, observer included).
+
+        ``records`` maps each original record to its copy, and is filled as records are
+        copied: pass one dict to the copies of several cores, and look up there (or add,
+        with ``rec.copy()``) the records you keep beside the cores, so that every record
+        has exactly one copy."""
+        if records is None:
+            records = {}
+        get = records.get
+
+        def rec(r: R) -> R:
+            got = get(r)
+            if got is None:
+                got = records[r] = r.copy()
+            return got
+
+        cls = type(self)
+        new = cls.__new__(cls)
+        new.config = self.config
+        new.name = self.name
+        new.app = None if self.app is None else deque(map(rec, self.app))
+        new.life = None if self.life is None else deque(map(rec, self.life))
+        new.barrier = None if self.barrier is None else deque(map(rec, self.barrier))
+        new.app_count = self.app_count
+        new.app_bytes = self.app_bytes
+        new.life_count = self.life_count
+        new.life_bytes = self.life_bytes
+        new.next_seq = self.next_seq
+        new.drain_scheduled = self.drain_scheduled
+        new.draining = self.draining
+        new.current = None if self.current is None else rec(self.current)
+        new.slice_started_at = self.slice_started_at
+        new.streak = self.streak
+        new.closed = self.closed
+        new.suspended = None if self.suspended is None else set(map(rec, self.suspended))
+        new.mode = self.mode
+        new.zombies = self.zombies
+        return new
+
+    def take_next_ahead_of(self, later: Iterable[R], now: float) -> R:
+        """Model-only step (a checker's, never a runtime's): ``take_next`` as it happened
+        before the admission of ``later``. A checker that learns of admissions from
+        reports may admit a work into this core before a take that the runtime, in
+        fact, made first: a multi-threaded runtime can report the admission after the
+        take. This step commutes those admissions past the take: the works of
+        ``later`` leave their lines, the take chooses among the others (the ``take_next``
+        of that state, with its guards, SE-6.6), and they go back to the tails of their
+        lines in their order, each with the fresh sequence number its admission would
+        have had then. Their reservations stay (each admission was judged once, and a
+        take frees no room in a lane). Observed as ``take_next`` only.
+
+        Each work of ``later`` must be queued, never started, in this core (SE-6.3: only
+        a waiting admission can have come later); otherwise, or when ``take_next``
+        itself is refused, ``ZLinkProtocolError`` with nothing changed."""
+        moved = sorted(later, key=lambda r: r.seq)
+        lines = (self.barrier, self.life, self.app)
+        for rec in moved:
+            source = (Source.BARRIER if rec.barrier else Source.LIFECYCLE
+                      if rec.lane == LIFECYCLE_LANE else Source.APPLICATION)
+            line = lines[source]
+            if rec.phase != QUEUED or line is None or rec not in line:
+                raise ZLinkProtocolError(
+                    "take_next_ahead_of", "SE-6.3",
+                    f"work {_wid(rec)} is not queued in {self.name}: only a work still "
+                    f"waiting can have been admitted after the take")
+        if not moved:
+            return self.take_next(now)
+        gone = set(moved)
+        kept = tuple(None if line is None else deque(r for r in line if r not in gone)
+                     for line in lines)
+        self.barrier, self.life, self.app = (line or None for line in kept)
+        try:
+            taken = self.take_next(now)
+        except ZLinkProtocolError:
+            self.barrier, self.life, self.app = lines
+            raise
+        for rec in moved:
+            seq = self.next_seq
+            self.next_seq = seq + 1
+            rec.wid = rec.seq = seq
+            if rec.barrier:
+                if self.barrier is None:
+                    self.barrier = deque()
+                self.barrier.append(rec)
+            elif rec.lane == LIFECYCLE_LANE:
+                if self.life is None:
+                    self.life = deque()
+                self.life.append(rec)
+            else:
+                if self.app is None:
+                    self.app = deque()
+                self.app.append(rec)
+        return taken
+
     # --------------------------------------------------------------- transitions
     def admit(
         self,
-        rec: WorkRecord,
+        rec: R,
         lane: int = APPLICATION_LANE,
         payload_bytes: int = 0,
         barrier: bool = False,
@@ -325,7 +461,7 @@ class QueueCore:
         )
         return self._place(rec, lane, nbytes, barrier, True)
 
-    def transfer(self, rec: WorkRecord) -> bool:
+    def transfer(self, rec: R) -> bool:
         """Place a SpotWide execution turn from an Actor queue (SE-4.5, SE-5.3).
 
         The work was already accepted by its Actor queue, which holds its payload
@@ -335,7 +471,7 @@ class QueueCore:
         """
         return self._place(rec, APPLICATION_LANE, self.config.fixed_reservation, False, False)
 
-    def _place(self, rec: WorkRecord, lane: int, nbytes: int, barrier: bool, judged: bool) -> bool:
+    def _place(self, rec: R, lane: int, nbytes: int, barrier: bool, judged: bool) -> bool:
         # The capacity test is ``rules.admission_verdict(...) is None`` written out for
         # the hot path; the rule itself names the reason when it fails, and a property
         # test holds the two equal.
@@ -425,8 +561,8 @@ class QueueCore:
             observer(self.name, "enter_drain", {"now": now})
 
     def next_step(
-        self, now: float, prev: WorkRecord | None = None, outcome: int = COMPLETED
-    ) -> WorkRecord | None:
+        self, now: float, prev: R | None = None, outcome: int = COMPLETED
+    ) -> R | None:
         """The drain loop's step after each turn: ``finish`` the previous turn holder
         (if given), then end the slice, leave the drain, or take the next item.
         Returns the item given the turn, or None when the drain left (after
@@ -464,7 +600,7 @@ class QueueCore:
             return None
         return self.take_next(now)
 
-    def take_next(self, now: float) -> WorkRecord:
+    def take_next(self, now: float) -> R:
         """Give the turn to the next item (SE-6.6). A resume permit gives it back to its
         suspended work (SE-6.7)."""
         if not self.draining or self.current is not None:
@@ -505,7 +641,7 @@ class QueueCore:
             })
         return rec
 
-    def finish(self, rec: WorkRecord, outcome: int = COMPLETED) -> None:
+    def finish(self, rec: R, outcome: int = COMPLETED) -> None:
         """The turn holder ended; release its reservation (SE-5.2)."""
         if self.current is not rec:
             raise ZLinkProtocolError(
@@ -517,7 +653,7 @@ class QueueCore:
         if observer is not None:
             observer(self.name, "finish", {"work": rec.wid, "outcome": OUTCOME_NAMES[outcome]})
 
-    def _release(self, rec: WorkRecord) -> None:
+    def _release(self, rec: R) -> None:
         rec.phase = DONE
         if rec.zombie:
             self.zombies -= 1  # a finished zombie leaves the scope (SD-2)
@@ -528,7 +664,7 @@ class QueueCore:
             self.app_count -= 1
             self.app_bytes -= rec.nbytes
 
-    def yield_turn(self, rec: WorkRecord) -> None:
+    def yield_turn(self, rec: R) -> None:
         """The turn holder waits on an external call and gives the turn back (SE-6.7);
         it keeps its reservation (decision D-2)."""
         if self.current is not rec:
@@ -547,14 +683,14 @@ class QueueCore:
         if observer is not None:
             observer(self.name, "yield_turn", {"work": rec.wid})
 
-    def _unsuspend(self, rec: WorkRecord) -> None:
+    def _unsuspend(self, rec: R) -> None:
         suspended = self.suspended
         if suspended is not None:
             suspended.discard(rec)
             if not suspended:
                 self.suspended = None
 
-    def requeue(self, rec: WorkRecord) -> bool:
+    def requeue(self, rec: R) -> bool:
         """A suspended work queues its resume permit (SE-6.7, decision D-1): a fresh
         sequence number at the tail of its own lane, no capacity check, no new
         reservation. Returns True when the caller must post a drain."""
@@ -582,7 +718,7 @@ class QueueCore:
             observer(self.name, "requeue", {"work": rec.wid, "pos": seq, "wake": wake})
         return wake
 
-    def cancel(self, rec: WorkRecord) -> None:
+    def cancel(self, rec: R) -> None:
         """End a live work that does not hold the turn: queued, suspended or requeued
         (disposal). Its reservation is released; a queued one never starts."""
         phase = rec.phase
@@ -652,7 +788,7 @@ class QueueCore:
             observer(self.name, "close", {})
 
     # ------------------------------------------------------------ disposal (SD)
-    def dispose_safely(self) -> list[WorkRecord]:
+    def dispose_safely(self) -> list[R]:
         """SD-1: close and cancel nothing; every live work becomes a zombie (active -1,
         zombie +1 each, SD-2) and keeps running in order. Returns the works marked now.
         Only an open scope can be disposed safely."""
@@ -669,7 +805,7 @@ class QueueCore:
             observer(self.name, "dispose_safely", {"zombies": len(marked)})
         return marked
 
-    def dispose(self) -> tuple[list[WorkRecord], list[WorkRecord]]:
+    def dispose(self) -> tuple[list[R], list[R]]:
         """SD-1: close and cancel everything now. Works that never started end here,
         cancelled (``cancel``), and come back first; the live works returned second
         (running, suspended, requeued) are the shell's to cancel, on their own turn
@@ -696,7 +832,7 @@ class QueueCore:
         if observer is not None:
             observer(self.name, "dispose_after_timeout", {})
 
-    def expire_timeout(self) -> tuple[list[WorkRecord], list[WorkRecord]]:
+    def expire_timeout(self) -> tuple[list[R], list[R]]:
         """The timeout of ``dispose_after_timeout`` expired: cancel what is left, as
         ``dispose`` does."""
         if self.mode != MODE_TIMEOUT:
@@ -707,7 +843,7 @@ class QueueCore:
             observer(self.name, "expire_timeout", {})
         return self._cancel_live()
 
-    def _cancel_live(self) -> tuple[list[WorkRecord], list[WorkRecord]]:
+    def _cancel_live(self) -> tuple[list[R], list[R]]:
         ended = []
         for source in (Source.BARRIER, Source.LIFECYCLE, Source.APPLICATION):
             for rec in self.line(source):

@@ -17,19 +17,26 @@ show right after, in the same order.
 one replaying core per queue. ``check_trace`` is what ``zlink trace check`` and the
 conformance kit run: replay plus every queue invariant (``zlink_model.invariants``),
 over the trace and over the replaying cores.
+
+Each queue's replay runs on the replay engine (``zlink_model.engine``) that the
+conformance kit's model oracle runs too: here with one world (``QueueWorld``: the core,
+its records, the events it still owes) and no hidden steps, since a trace shows every
+core step; every trace event is one ``advance`` of that world.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from functools import partial
 from typing import Any, Final
 
+from .engine import ReplayEngine
 from .errors import ZLinkProtocolError, ZLinkRejectedError
 from .invariants import PolicyFor, TraceChecker, Violation, check_core
 from .policy import ZLinkExecutionLanePolicy
 from .queue import OUTCOME_NAMES, QueueConfig, QueueCore, WorkRecord
-from .rules import APPLICATION_LANE, LIFECYCLE_LANE
+from .rules import APPLICATION_LANE, LIFECYCLE_LANE, Source
 from .trace import TraceEvent
 from .vocabulary import event_rules
 
@@ -37,6 +44,7 @@ __all__ = [
     "EVENT_RULES",
     "Disagreement",
     "QueueReplayer",
+    "QueueWorld",
     "ReplayResult",
     "TraceReplayer",
     "TraceReport",
@@ -80,7 +88,7 @@ class ReplayResult:
 
     disagreement: Disagreement | None
     replayed: int
-    core: QueueCore
+    core: QueueCore[WorkRecord]
 
     @property
     def ok(self) -> bool:
@@ -103,70 +111,127 @@ def _lane(name: object) -> int:
     raise _MismatchError(f"unknown lane {name!r}")
 
 
+class QueueWorld:
+    """One queue's replay state: its core, its records by work id (the trace's ``work``),
+    and the events the last transition emitted that the trace has not shown yet."""
+
+    __slots__ = ("core", "pending", "records")
+
+    def __init__(self, core: QueueCore[WorkRecord]) -> None:
+        self.core = core
+        self.records: dict[int, WorkRecord] = {}
+        self.pending: list[tuple[str, dict[str, Any]]] = []
+
+    def copy(self) -> QueueWorld:
+        """An independent copy (records copied once, ``QueueCore.copy``)."""
+        memo: dict[WorkRecord, WorkRecord] = {}
+        new = QueueWorld(self.core.copy(memo))
+        new.records = {wid: memo[r] if r in memo else memo.setdefault(r, r.copy())
+                       for wid, r in self.records.items()}
+        new.pending = list(self.pending)
+        return new
+
+    def key(self) -> Hashable:
+        """The state: the core's lines, turn, counters and flags by work id, and what is
+        pending."""
+        c = self.core
+        return (
+            tuple(tuple(r.wid for r in c.line(s)) for s in Source),
+            None if c.current is None else c.current.wid,
+            tuple(sorted(r.wid for r in c.suspended_records())),
+            c.app_count, c.app_bytes, c.life_count, c.life_bytes, c.next_seq,
+            c.drain_scheduled, c.draining, c.slice_started_at, c.streak, c.closed, c.mode,
+            c.zombies, tuple(sorted(self.records)),
+            tuple((e, tuple(sorted(f.items()))) for e, f in self.pending),
+        )
+
+
 class QueueReplayer:
     """A core replaying one queue's trace, one event at a time.
 
     ``policy`` must be the queue's policy, ``units_per_ms`` its clock's units (1 for the
     virtual clock's milliseconds) and ``yield_allowed`` False for an owner without
-    Yield (an Entry Spot)."""
+    Yield (an Entry Spot). The replay is a ``ReplayEngine`` over one ``QueueWorld`` with
+    no hidden steps (``engine``)."""
 
     def __init__(self, queue: str, policy: ZLinkExecutionLanePolicy, *,
                  units_per_ms: float = 1.0, yield_allowed: bool = True) -> None:
         self._emitted: list[tuple[str, dict[str, Any]]] = []
         config = QueueConfig(policy, units_per_ms=units_per_ms, yield_allowed=yield_allowed,
                              observer=lambda q, e, f: self._emitted.append((e, dict(f))))
-        self.core = QueueCore(config, queue)
-        self.records: dict[int, WorkRecord] = {}
-        self.pending: list[tuple[str, dict[str, Any]]] = []
+        core: QueueCore[WorkRecord] = QueueCore(config, queue)
+        self.engine = ReplayEngine(QueueWorld(core), illegal=(_MismatchError,))
         self.replayed = 0
         self.disagreement: Disagreement | None = None
+
+    @property
+    def world(self) -> QueueWorld:
+        """The replay's one world."""
+        return self.engine.worlds[0]
+
+    @property
+    def core(self) -> QueueCore[WorkRecord]:
+        """The replaying core."""
+        return self.engine.worlds[0].core
+
+    @property
+    def records(self) -> dict[int, WorkRecord]:
+        """The core's records by work id."""
+        return self.engine.worlds[0].records
+
+    @property
+    def pending(self) -> list[tuple[str, dict[str, Any]]]:
+        """Events the core emitted that the trace has not shown yet."""
+        return self.engine.worlds[0].pending
 
     def feed(self, ev: TraceEvent, index: int | None = None) -> Disagreement | None:
         """Replay one event. Returns the disagreement it causes, if any; after one, the
         replay stops (every later call returns the first)."""
         if self.disagreement is not None:
             return self.disagreement
-        try:
-            self._feed(ev)
-        except _MismatchError as exc:
+        failures = self.engine.advance(partial(self._step, ev))
+        if failures:
+            exc = failures[0][1]
+            assert isinstance(exc, _MismatchError)
             self.disagreement = Disagreement(
                 self.replayed if index is None else index, ev, exc.reason, exc.model)
             return self.disagreement
         self.replayed += 1
         return None
 
-    def _feed(self, ev: TraceEvent) -> None:
+    def _step(self, ev: TraceEvent, world: QueueWorld) -> None:
         got = (ev.event, dict(ev.fields))
-        if self.pending:
-            want = self.pending.pop(0)
+        if world.pending:
+            want = world.pending.pop(0)
             if want != got:
                 raise _MismatchError("the model's step emits another event here",
                                 {"event": want[0], **want[1]})
             return
-        self._emitted.clear()
+        emitted = self._emitted
+        emitted.clear()
         try:
-            self._drive(ev)
+            self._drive(world, ev)
         except ZLinkProtocolError as exc:
             raise _MismatchError(f"the model refuses it: {exc}") from None
         except (KeyError, TypeError, ValueError) as exc:
             raise _MismatchError(f"missing or bad field: {exc}") from None
-        if not self._emitted:
+        if not emitted:
             raise _MismatchError("the model's step emits no event (nothing changes)")
-        first, *rest = self._emitted
+        first, *rest = emitted
         if first != got:
             raise _MismatchError("the model's step emits another event",
                             {"event": first[0], **first[1]})
-        self.pending = list(rest)
+        world.pending = list(rest)
 
-    def _rec(self, ev: TraceEvent) -> WorkRecord:
+    def _rec(self, world: QueueWorld, ev: TraceEvent) -> WorkRecord:
         wid = int(ev["work"])
-        rec = self.records.get(wid)
+        rec = world.records.get(wid)
         if rec is None:
             raise _MismatchError(f"the model holds no work {wid}")
         return rec
 
-    def _drive(self, ev: TraceEvent) -> None:
-        core = self.core
+    def _drive(self, world: QueueWorld, ev: TraceEvent) -> None:
+        core = world.core
         name = ev.event
         if name in ("admit", "reject"):
             lane = _lane(ev["lane"])
@@ -183,14 +248,14 @@ class QueueReplayer:
                                     {"event": self._emitted[0][0], **self._emitted[0][1]}
                                     ) from None
                 return
-            self.records[rec.wid] = rec
+            world.records[rec.wid] = rec
             if name == "reject":
                 raise _MismatchError("the model admits this submission",
                                 {"event": self._emitted[0][0], **self._emitted[0][1]})
         elif name == "transfer":
             rec = WorkRecord()
             core.transfer(rec)
-            self.records[rec.wid] = rec
+            world.records[rec.wid] = rec
         elif name == "enter_drain":
             core.enter_drain(ev["now"])
         elif name == "take_next":
@@ -199,13 +264,13 @@ class QueueReplayer:
             outcome = str(ev["outcome"])
             if outcome not in OUTCOME_NAMES:
                 raise _MismatchError(f"unknown outcome {outcome!r}")
-            core.finish(self._rec(ev), OUTCOME_NAMES.index(outcome))
+            core.finish(self._rec(world, ev), OUTCOME_NAMES.index(outcome))
         elif name == "yield_turn":
-            core.yield_turn(self._rec(ev))
+            core.yield_turn(self._rec(world, ev))
         elif name == "requeue":
-            core.requeue(self._rec(ev))
+            core.requeue(self._rec(world, ev))
         elif name == "cancel":
-            core.cancel(self._rec(ev))
+            core.cancel(self._rec(world, ev))
         elif name == "end_slice":
             core.end_slice(ev["now"])
         elif name == "exit_drain":
@@ -301,7 +366,7 @@ class TraceReplayer:
         found = [d for r in self.queues.values() if (d := r.finished()) is not None]
         return sorted(found, key=lambda d: d.index)
 
-    def cores(self) -> list[QueueCore]:
+    def cores(self) -> list[QueueCore[WorkRecord]]:
         """The replaying cores."""
         return [r.core for r in self.queues.values()]
 

@@ -277,9 +277,9 @@ def initial(bounds: SerialQueueBounds) -> State:
 
 
 def concretize(state: State, bounds: SerialQueueBounds, config: QueueConfig
-               ) -> tuple[QueueCore, dict[int, _Rec]]:
+               ) -> tuple[QueueCore[_Rec], dict[int, _Rec]]:
     """A core in the image's state, and its records by model id."""
-    core = QueueCore(config, "q")
+    core: QueueCore[_Rec] = QueueCore(config, "q")
     recs: dict[int, _Rec] = {}
     for w in bounds.works:
         phase = state.phase[w - 1]
@@ -313,7 +313,7 @@ def concretize(state: State, bounds: SerialQueueBounds, config: QueueConfig
     return core, recs
 
 
-def abstract(core: QueueCore, env: State, bounds: SerialQueueBounds) -> State:
+def abstract(core: QueueCore[_Rec], env: State, bounds: SerialQueueBounds) -> State:
     """The image of a core, with the model-only variables of ``env`` (the abstraction
     function of the module docstring)."""
     phase = list(env.phase)
@@ -323,7 +323,7 @@ def abstract(core: QueueCore, env: State, bounds: SerialQueueBounds) -> State:
     yields = list(env.yields)
     held: set[int] = set()
     for rec in core.live_records():
-        mid = rec.mid  # type: ignore[attr-defined]
+        mid = rec.mid
         held.add(mid)
         phase[mid - 1] = PHASE_NAMES[rec.phase]
         wid[mid - 1], seq[mid - 1], resumes[mid - 1] = rec.wid, rec.seq, rec.resumes
@@ -333,17 +333,17 @@ def abstract(core: QueueCore, env: State, bounds: SerialQueueBounds) -> State:
         if phase[w - 1] not in _LIVE:
             yields[w - 1] = 0
 
-    def ids(line: deque[WorkRecord] | None) -> tuple[int, ...]:
-        return tuple(r.mid for r in line) if line else ()  # type: ignore[attr-defined]
+    def ids(line: deque[_Rec] | None) -> tuple[int, ...]:
+        return tuple(r.mid for r in line) if line else ()
 
     cur = core.current
     return State(
         ids(core.app), ids(core.life), ids(core.barrier),
         core.app_count, core.app_bytes, core.life_count, core.life_bytes, core.next_seq,
         core.drain_scheduled, core.draining,
-        cur.mid if cur is not None else 0,  # type: ignore[attr-defined]
+        cur.mid if cur is not None else 0,
         core.streak, core.closed,
-        frozenset(r.mid for r in core.suspended_records()),  # type: ignore[attr-defined]
+        frozenset(r.mid for r in core.suspended_records()),
         tuple(phase), tuple(wid), tuple(seq), tuple(resumes), env.returned, tuple(yields),
         env.budget_used)
 
@@ -369,7 +369,7 @@ def _replace_at(t: tuple[str, ...] | tuple[int, ...], i: int, v: object) -> tupl
     return (*t[:i], v, *t[i + 1:])
 
 
-def _on_record(method: Callable[[QueueCore, WorkRecord], object], w: int, core: QueueCore,
+def _on_record(method: Callable[[QueueCore[_Rec], _Rec], object], w: int, core: QueueCore[_Rec],
                recs: dict[int, _Rec]) -> object:
     """Call a per-work transition on work ``w``'s record (a stranger record when ``w`` is
     not live, which every guard refuses)."""
@@ -473,8 +473,8 @@ class _Explorer:
                 state, phase=_replace_at(state.phase, w - 1, "queued"))  # type: ignore[arg-type]
             yield f"Admit({s})", abstract(core, env, b)
 
-    def _core_step(self, name: str, state: State, probe: QueueCore, core_guard: bool,
-                   step: Callable[[QueueCore, dict[int, _Rec]], object], *,
+    def _core_step(self, name: str, state: State, probe: QueueCore[_Rec], core_guard: bool,
+                   step: Callable[[QueueCore[_Rec], dict[int, _Rec]], object], *,
                    env_guard: bool = True, budget_used: bool | None = None,
                    yields_of: int = 0, returned_of: int = 0,
                    probe_recs: dict[int, _Rec] | None = None

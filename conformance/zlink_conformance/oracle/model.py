@@ -16,7 +16,8 @@ event                  transition(s) in the model
                        entry); the model must not refuse it. A session's final work is
                        recorded and closes the session; it is placed (``transfer``) once
                        every work accepted before it has ended (D-12)
-``rejected``           the model's own verdict on the same queue must be this reason
+``rejected``           ``reject``: the model's own verdict on the same queue must be this
+                       reason
 ``started``            ``take_next`` on the running queue must give the turn to this work
                        (FIFO per lane, barrier first, lifecycle within the burst limit).
                        A SpotWide Actor work must first have been moved: ``take_next`` on
@@ -27,10 +28,13 @@ event                  transition(s) in the model
 ``resumed``            ``requeue`` (only once the call was settled, or a disposal cut it
                        short) and then ``take_next`` giving the turn to the resume permit
 ``finished``/``failed``  ``finish``; a SpotWide Actor work also ends its Actor's claim
-``cancelled``          a work that never started: cancelled by the model's ``dispose`` or
+``cancelled``          a work that never started: ``cancel``, by the model's ``dispose`` or
                        ``expire_timeout`` (or the runtime end); a work on its turn:
                        ``finish`` as cancelled, only after a disposal asked for it; never
                        while it is yielded (D-8)
+``zombie``             ``dispose_safely`` (or a cancelling disposal, or the runtime end)
+                       must have reached the work's target first (SD-1, SD-2); so must
+                       it for ``zombie_warning``
 ``snapshot``, ``error``, ``waited``   the work must hold its turn
 =====================  ====================================================================
 
@@ -48,16 +52,32 @@ yielded work queueing its resume permit after its call returned, and a session p
 its final work. The model keeps a set of *worlds* (core states) and, before each event,
 adds every world reachable by internal steps; the event then keeps the worlds in which
 it is legal. A runtime diverges when no world is left; it is never failed for a choice
-some world allows. Time does not need a world of its own: within one owner, the order of
+some world allows.
+
+The work is split between the model and this module. The model's replay engine
+(``zlink_model.engine.ReplayEngine``, the engine ``zlink trace check`` replays a trace
+with, there with one world and no hidden steps) owns the machinery: the set of worlds,
+their copies (``QueueCore.copy``), the closure under hidden steps, keeping the worlds in
+which a step is legal, and the ``MAX_WORLDS`` limit. This module owns what is particular
+to the wire: what a world holds (``_World``: every queue's core, the routing of each work
+to its records, the finals not placed yet, the cancellations the model made), which
+internal steps are hidden (``_steps``, given to the engine as its hidden steps), how each
+wire event maps onto core transitions (the table above: each event is one ``advance`` of
+the engine, the reply to ``settle`` one ``restrict``) and how a divergence is explained.
+It calls only public transitions of the core, the model-only step
+``take_next_ahead_of`` included (below).
+
+Time does not need a world of its own: within one owner, the order of
 turns does not depend on where slices end (``end_slice`` keeps the lines and the streak),
 so the model runs with the clock at 0 and never cuts a slice; whether slices are cut is
 the business of the time-budget cases. The disposal timeout may expire at any moment
 after ``dispose_after_timeout`` (the cases check that it waits for its time). And because
 a multi-threaded runtime may write ``accepted`` of one work after another work of the
 same owner already took the turn, a take may pass over works whose ``accepted`` came
-after that owner's previous turn event.
+after that owner's previous turn event (``QueueCore.take_next_ahead_of``: the take as it
+was before their admissions, which then queue again behind it).
 
-Very rarely the worlds multiply past ``MAX_WORLDS``; the model then stops judging that
+Very rarely the worlds multiply past ``MAX_WORLDS``; the engine then stops judging that
 case (``undecided``) rather than guess.
 """
 
@@ -65,10 +85,11 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from functools import partial
 from typing import Any, Final
 
+from zlink_model.engine import MAX_WORLDS, Failure, ReplayEngine, UndecidedError
 from zlink_model.errors import ZLinkProtocolError, ZLinkRejectedError
 from zlink_model.policy import ZLinkExecutionLanePolicy
 from zlink_model.queue import (
@@ -102,7 +123,6 @@ from .log import CaseLog
 
 __all__ = ["MAX_WORLDS", "Divergence", "ModelVerdict", "check_model", "replay_entries"]
 
-MAX_WORLDS: Final = 4096
 MAX_RACING: Final = 6  # accepted verdicts of one submit_concurrent tried in every order
 LEADING: Final = 12  # entries of the log shown before a divergent event
 
@@ -170,7 +190,7 @@ class _ProblemError(Exception):
 
 
 class _UndecidedError(Exception):
-    """The worlds multiplied past MAX_WORLDS, or the model cannot read a command."""
+    """The model cannot read a command, or too many admissions race."""
 
 
 class _Rec(WorkRecord):
@@ -181,6 +201,11 @@ class _Rec(WorkRecord):
     def __init__(self, name: str) -> None:
         super().__init__()
         self.name = name
+
+    def copy(self) -> _Rec:
+        new = super().copy()
+        new.name = self.name
+        return new
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -241,7 +266,7 @@ class _World:
     __slots__ = ("cores", "finals", "owner_of", "recs", "steps", "to_cancel", "turns")
 
     def __init__(self) -> None:
-        self.cores: dict[str, QueueCore] = {}
+        self.cores: dict[str, QueueCore[_Rec]] = {}
         self.owner_of: dict[str, str] = {}  # core name -> target
         self.recs: dict[str, _Rec] = {}  # work -> record on its admitting queue
         self.turns: dict[str, _Rec] = {}  # SpotWide Actor work -> its turn on the Spot queue
@@ -250,33 +275,19 @@ class _World:
         self.steps = 0
 
     # ---------------------------------------------------------------- copying
-    def clone(self) -> _World:
+    def copy(self) -> _World:
+        """An independent copy: the cores copied (``QueueCore.copy``) with one copy of
+        each record, which the routing tables here then point to."""
         new = _World()
-        recmap: dict[int, _Rec] = {}
+        memo: dict[_Rec, _Rec] = {}
 
-        def rec(r: WorkRecord) -> _Rec:
-            got = recmap.get(id(r))
+        def rec(r: _Rec) -> _Rec:
+            got = memo.get(r)
             if got is None:
-                assert isinstance(r, _Rec)
-                got = _Rec.__new__(_Rec)
-                for slot in ("name", "wid", "seq", "lane", "barrier", "nbytes", "phase",
-                             "resumes", "zombie"):
-                    setattr(got, slot, getattr(r, slot))
-                recmap[id(r)] = got
+                got = memo[r] = r.copy()
             return got
 
-        for name, core in self.cores.items():
-            c = QueueCore.__new__(QueueCore)
-            for slot in ("app_bytes", "app_count", "closed", "config", "drain_scheduled",
-                         "draining", "life_bytes", "life_count", "mode", "name", "next_seq",
-                         "slice_started_at", "streak", "zombies"):
-                setattr(c, slot, getattr(core, slot))
-            for slot in ("app", "life", "barrier"):
-                line = getattr(core, slot)
-                setattr(c, slot, None if line is None else deque(rec(r) for r in line))
-            c.current = None if core.current is None else rec(core.current)
-            c.suspended = None if core.suspended is None else {rec(r) for r in core.suspended}
-            new.cores[name] = c
+        new.cores = {name: core.copy(memo) for name, core in self.cores.items()}
         new.owner_of = dict(self.owner_of)
         new.recs = {k: rec(v) for k, v in self.recs.items()}
         new.turns = {k: rec(v) for k, v in self.turns.items()}
@@ -291,11 +302,11 @@ class _World:
         for name in sorted(self.cores):
             c = self.cores[name]
             parts.append((
-                name, tuple(r.name for r in c.line(Source.BARRIER)),  # type: ignore[attr-defined]
-                tuple(r.name for r in c.line(Source.LIFECYCLE)),  # type: ignore[attr-defined]
-                tuple(r.name for r in c.line(Source.APPLICATION)),  # type: ignore[attr-defined]
-                None if c.current is None else c.current.name,  # type: ignore[attr-defined]
-                tuple(sorted(r.name for r in c.suspended_records())),  # type: ignore[attr-defined]
+                name, tuple(r.name for r in c.line(Source.BARRIER)),
+                tuple(r.name for r in c.line(Source.LIFECYCLE)),
+                tuple(r.name for r in c.line(Source.APPLICATION)),
+                None if c.current is None else c.current.name,
+                tuple(sorted(r.name for r in c.suspended_records())),
                 c.app_count, c.app_bytes, c.life_count, c.life_bytes, c.streak, c.closed,
                 c.mode, c.zombies,
             ))
@@ -305,43 +316,42 @@ class _World:
         return tuple(parts)
 
     # ----------------------------------------------------------------- queues
-    def core(self, shared: _Shared, owner: str, target: str) -> QueueCore:
+    def core(self, shared: _Shared, owner: str, target: str) -> QueueCore[_Rec]:
         core = self.cores.get(owner)
         if core is None:
-            core = self.cores[owner] = QueueCore(shared.config(owner, target), owner)
+            core = QueueCore(shared.config(owner, target), owner)
+            self.cores[owner] = core
             self.owner_of[owner] = target
             if target in shared.closed:
                 core.close()
         return core
 
-    def target_cores(self, target: str) -> list[QueueCore]:
+    def target_cores(self, target: str) -> list[QueueCore[_Rec]]:
         return [c for name, c in self.cores.items() if self.owner_of[name] == target]
 
 
 # ------------------------------------------------------------------ core helpers
-def _line_of(core: QueueCore, rec: _Rec) -> Source | None:
+def _line_of(core: QueueCore[_Rec], rec: _Rec) -> Source | None:
     for source in Source:
-        if any(r.name == rec.name for r in core.line(source)):  # type: ignore[attr-defined]
+        if any(r.name == rec.name for r in core.line(source)):
             return source
     return None
 
 
-def _take(core: QueueCore) -> _Rec:
-    """The core's own choice of the next turn (the drain is entered as needed: when the
-    drain runs is not observable, only what it takes)."""
+def _take(core: QueueCore[_Rec], later: Sequence[_Rec] = ()) -> _Rec:
+    """The core's own choice of the next turn (the posted drain is entered as needed:
+    when the drain runs is not observable, only what it takes). With ``later``: the take
+    as it was before those works' admissions (``QueueCore.take_next_ahead_of``)."""
     if core.current is not None:
         raise _ProblemError("SE-6.5", "NoDoubleDrain",
-                       f"{core.current.name} still holds the turn of "  # type: ignore[attr-defined]
+                       f"{core.current.name} still holds the turn of "
                        f"{core.name}: a second turn at once means a second drain ran")
     if not core.draining:
-        core.drain_scheduled = True
         core.enter_drain(0)
-    rec = core.take_next(0)
-    assert isinstance(rec, _Rec)
-    return rec
+    return core.take_next_ahead_of(later, 0) if later else core.take_next(0)
 
 
-def _leave(core: QueueCore) -> None:
+def _leave(core: QueueCore[_Rec]) -> None:
     if core.draining and core.current is None and not core.has_ready():
         core.exit_drain(0)
 
@@ -356,9 +366,16 @@ class _Replay:
     def __init__(self, entries: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
         self.entries = entries
         self.shared = _Shared()
-        self.worlds: list[_World] = [_World()]
-        self.max_worlds = 1
+        # What the wire does not show is the engine's hidden steps (see the theory).
+        self.engine = ReplayEngine(
+            _World(), hidden=self._hidden,
+            illegal=(ZLinkProtocolError, ZLinkRejectedError, _ProblemError),
+            max_worlds=MAX_WORLDS)
         self.last_command: str | None = None
+
+    @property
+    def worlds(self) -> list[_World]:
+        return self.engine.worlds
 
     # ------------------------------------------------------------- commands
     def command(self, msg: Mapping[str, Any]) -> None:
@@ -367,7 +384,7 @@ class _Replay:
         sh = self.shared
         if name == "reset":
             self.shared = _Shared()
-            self.worlds = [_World()]
+            self.engine.replace([_World()])
         elif name == "create":
             self._create(msg)
         elif name == "submit":
@@ -436,7 +453,7 @@ class _Replay:
             for core in world.target_cores(target):
                 if mode == "dispose" and core.mode != MODE_CANCELLED:
                     ended, _live = core.dispose()
-                    world.to_cancel |= {(core.name, r.name) for r in ended}  # type: ignore[attr-defined]
+                    world.to_cancel |= {(core.name, r.name) for r in ended}
                 elif mode == "dispose_safely" and core.mode == MODE_OPEN:
                     core.dispose_safely()
                 elif mode == "dispose_after_timeout" and core.mode == MODE_OPEN:
@@ -445,9 +462,8 @@ class _Replay:
                     core.close()
             if mode == "dispose":
                 # a final work not placed yet ends cancelled (D-22)
-                for work, rec in list(world.finals.items()):
+                for work in list(world.finals):
                     if sh.works[work].target.name == target:
-                        rec.phase = DONE
                         world.to_cancel.add(("final", work))
                         del world.finals[work]
 
@@ -462,7 +478,7 @@ class _Replay:
                     and core.has_ready():
                 out.append(("transfer", name))
             for rec in core.suspended_records():
-                work = rec.name  # type: ignore[attr-defined]
+                work = rec.name
                 call = self._call_of.get(work)
                 cancelling = core.mode == MODE_CANCELLED
                 settled = call is not None and call in sh.settled_calls
@@ -495,42 +511,21 @@ class _Replay:
         elif kind == "expire":
             core = world.cores[what]
             ended, _live = core.expire_timeout()
-            world.to_cancel |= {(core.name, r.name) for r in ended}  # type: ignore[attr-defined]
+            world.to_cancel |= {(core.name, r.name) for r in ended}
         elif kind == "final":
             rec = world.finals.pop(what)
             info = sh.works[what]
             world.core(sh, info.route.admit, info.target.name).transfer(rec)
             world.recs[what] = rec
 
-    def _closure(self, worlds: list[_World], *, forced: bool = False) -> list[_World]:
-        """Every world reachable by internal steps (with ``forced``: only those in which
-        no step that must happen before a settle answers is still pending)."""
-        seen: dict[tuple[Any, ...], _World] = {}
-        frontier: list[_World] = []
-        for w in worlds:
-            k = w.key()
-            if k not in seen:
-                seen[k] = w
-                frontier.append(w)
-        while frontier:
-            world = frontier.pop()
-            for kind, what in self._steps(world, forced_only=False):
-                nxt = world.clone()
-                try:
-                    self._apply_step(nxt, kind, what)
-                except (ZLinkProtocolError, ZLinkRejectedError, _ProblemError):
-                    continue
-                k = nxt.key()
-                if k not in seen:
-                    seen[k] = nxt
-                    frontier.append(nxt)
-                    if len(seen) > MAX_WORLDS:
-                        raise _UndecidedError(f"more than {MAX_WORLDS} possible states")
-        out = list(seen.values())
-        if forced:
-            out = [w for w in out if not self._steps(w, forced_only=True)]
-        self.max_worlds = max(self.max_worlds, len(out))
-        return out
+    def _hidden(self, world: _World) -> Iterator[Callable[[_World], None]]:
+        """The engine's hidden steps: every internal step enabled in ``world``."""
+        for kind, what in self._steps(world, forced_only=False):
+            yield partial(self._apply_step, kind=kind, what=what)
+
+    def _settled(self, world: _World) -> bool:
+        """No internal step that must happen before a settle answers is still pending."""
+        return not self._steps(world, forced_only=True)
 
     # --------------------------------------------------------------- events
     _call_of: dict[str, str]
@@ -560,10 +555,10 @@ class _Replay:
                         and msg.get("ok"):
                     problem = self.settled(pos, msg)
                 if problem is not None:
-                    return ModelVerdict(problem, None, self.max_worlds)
-        except _UndecidedError as exc:
-            return ModelVerdict(None, str(exc), self.max_worlds)
-        return ModelVerdict(None, None, self.max_worlds)
+                    return ModelVerdict(problem, None, self.engine.peak)
+        except (_UndecidedError, UndecidedError) as exc:
+            return ModelVerdict(None, str(exc), self.engine.peak)
+        return ModelVerdict(None, None, self.engine.peak)
 
     def _raced(self, verdicts: list[tuple[int, Mapping[str, Any]]]) -> Divergence | None:
         """Judge the verdicts of one ``submit_concurrent``: the accepted ones in every order
@@ -573,22 +568,25 @@ class _Replay:
         rejected = [v for v in verdicts if v[1].get("event") != "accepted"]
         if len(accepted) > MAX_RACING:
             raise _UndecidedError(f"more than {MAX_RACING} racing admissions")
-        start = self.worlds
+        engine = self.engine
+        start = engine.worlds
         found: dict[tuple[Any, ...], _World] = {}
         first: Divergence | None = None
-        for order in itertools.permutations(accepted):
-            self.worlds = start
+        orders = list(itertools.permutations(accepted))
+        for n, order in enumerate(orders, 1):
+            # every order starts from the same worlds (the last may change them)
+            engine.replace(start if n == len(orders) else [w.copy() for w in start])
             problem = None
             for pos, msg in order:
                 problem = problem or self.event(pos, msg)
             if problem is None:
-                for w in self.worlds:
+                for w in engine.worlds:
                     found.setdefault(w.key(), w)
             elif first is None:
                 first = problem
         if not found:
             return first
-        self.worlds = list(found.values())
+        engine.replace(list(found.values()))
         for pos, msg in rejected:
             problem = self.event(pos, msg)
             if problem is not None:
@@ -596,10 +594,11 @@ class _Replay:
         return None
 
     def _divergence(self, pos: int, msg: Mapping[str, Any],
-                    problems: list[tuple[_World, _ProblemError]]) -> Divergence:
+                    failures: list[Failure[_World]]) -> Divergence:
         # Explain from the world that got furthest (most internal steps taken): its state
         # is what the runtime should most plausibly have reached.
-        _world, problem = max(problems, key=lambda wp: wp[0].steps)
+        _world, exc = max(failures, key=lambda wp: wp[0].steps)
+        problem = _problem(exc)
         start = max(0, pos - LEADING)
         leading = tuple((p, d, m) for p, (d, m) in enumerate(self.entries[start:pos], start))
         return Divergence(pos, dict(msg), problem.rule, problem.invariant, problem.explanation,
@@ -615,51 +614,19 @@ class _Replay:
             self.shared.accepted_at[work] = pos
         if name == "yielded":
             self._call_of[work] = str(msg.get("call"))
-        candidates = self._closure(self.worlds)
-        survivors: list[_World] = []
-        problems: list[tuple[_World, _ProblemError]] = []
-        seen: set[tuple[Any, ...]] = set()
-        for world in candidates:
-            nxt = world.clone()
-            try:
-                self._apply(nxt, str(name), info, msg)
-            except _ProblemError as exc:
-                problems.append((world, exc))
-                continue
-            except ZLinkProtocolError as exc:
-                problems.append((world, _ProblemError(exc.rule, None, str(exc))))
-                continue
-            k = nxt.key()
-            if k not in seen:
-                seen.add(k)
-                survivors.append(nxt)
+        failures = self.engine.advance(partial(self._apply, name=str(name), info=info, msg=msg))
         if name in TURN_EVENTS:
             self.shared.last_turn_event[info.route.run] = pos
-        if not survivors:
-            return self._divergence(pos, msg, problems)
-        self.worlds = survivors
+        if failures:
+            return self._divergence(pos, msg, failures)
         return None
 
     def settled(self, pos: int, msg: Mapping[str, Any]) -> Divergence | None:
         """The reply to ``settle``: nothing can progress, so every internal step that
         must happen has happened, and every queue with a ready item has a turn holder."""
-        candidates = self._closure(self.worlds, forced=True)
-        survivors = []
-        problems: list[tuple[_World, _ProblemError]] = []
-        for world in candidates:
-            stuck = [c for c in world.cores.values() if c.has_ready() and c.current is None]
-            if not stuck:
-                survivors.append(world)
-                continue
-            core = stuck[0]
-            waiting = [r.name for s in Source for r in core.line(s)]  # type: ignore[attr-defined]
-            problems.append((world, _ProblemError(
-                "SE-6.5", "NoLostWakeup",
-                f"settle answered while {', '.join(waiting)} waited on {core.name} and "
-                f"nothing held its turn (ready work was left without a drain)")))
-        if not survivors:
-            return self._divergence(pos, msg, problems)
-        self.worlds = survivors
+        failures = self.engine.restrict(_no_lost_wakeup, keep=self._settled)
+        if failures:
+            return self._divergence(pos, msg, failures)
         return None
 
     # ------------------------------------------------------- event handlers
@@ -677,7 +644,7 @@ class _Replay:
                            f"{work} was never accepted in the model")
         return rec
 
-    def _apply(self, world: _World, name: str, info: _Work, msg: Mapping[str, Any]) -> None:
+    def _apply(self, world: _World, *, name: str, info: _Work, msg: Mapping[str, Any]) -> None:
         sh = self.shared
         work = info.name
         if name == "accepted":
@@ -774,7 +741,7 @@ class _Replay:
         rec = self._turn_rec(world, info.name)
         core = world.cores[info.route.run]
         if core.current is not rec:
-            holder = core.current.name if core.current is not None else "nobody"  # type: ignore[attr-defined]
+            holder = core.current.name if core.current is not None else "nobody"
             raise _ProblemError("SE-1.1", "OneTurnPerOwner",
                            f"{info.name} reported {what} off its turn: {holder} holds the "
                            f"turn of {core.name}")
@@ -819,7 +786,7 @@ class _Replay:
         if rec.phase not in (QUEUED, REQUEUED):
             raise _ProblemError("D-11", None, f"{work} is not waiting for a turn on {core.name}")
         if core.current is not None:
-            holder = core.current.name  # type: ignore[attr-defined]
+            holder = core.current.name
             if resume and core.mode == MODE_CANCELLED:
                 raise _ProblemError("D-8", "CancellationOnOwnTurn",
                                f"{work} resumed (to be cancelled) while {holder} holds the turn "
@@ -834,48 +801,38 @@ class _Replay:
                            f"{work} started while {holder} holds the turn of {core.name}: a "
                            f"second turn at once means a second drain ran")
         before = self._explain_take(core, rec)
-        probe = world.clone()
-        chosen = _take(probe.cores[core.name])
+        chosen = _take(core.copy())
         if chosen.name == work:
             taken = _take(core)
             assert taken is rec
             return
-        if self._take_passing_late(world, core, rec, info):
+        if self._take_passing_late(core, rec):
             return
         raise before(chosen)
 
-    def _take_passing_late(self, world: _World, core: QueueCore, rec: _Rec, info: _Work) -> bool:
+    def _take_passing_late(self, core: QueueCore[_Rec], rec: _Rec) -> bool:
         """A multi-threaded runtime may write ``accepted`` of a work after another work
         of the same owner took the turn. Works whose ``accepted`` came after the owner's
         previous turn event may therefore have been admitted after this take: try the
-        take without them, and put them back in their order after it."""
+        take as it was before their admissions (``QueueCore.take_next_ahead_of``: without
+        them, which then queue again behind it in their order)."""
         sh = self.shared
         since = sh.last_turn_event.get(core.name, -1)
         late = [r for s in Source for r in core.line(s)
                 if r.phase == QUEUED and r is not rec
-                and sh.accepted_at.get(r.name, -1) > since]  # type: ignore[attr-defined]
+                and sh.accepted_at.get(r.name, -1) > since]
         if not late:
             return False
         late.sort(key=lambda r: r.seq)
-        probe = world.clone()
-        pcore = probe.cores[core.name]
-        prec = {r.name: r for s in Source for r in pcore.line(s)}  # type: ignore[attr-defined]
-        for r in late:
-            pcore.cancel(prec[r.name])  # type: ignore[attr-defined]
-        if _take(pcore).name != rec.name:
+        memo: dict[_Rec, _Rec] = {}
+        probe = core.copy(memo)
+        if _take(probe, [memo[r] for r in late]).name != rec.name:
             return False
-        # The same in the world itself: take the work as the probe did, then re-place the
-        # late ones in their order (their admission is now after the take).
-        for r in late:
-            core.cancel(r)
-            r.phase = QUEUED
-        taken = _take(core)
+        taken = _take(core, late)  # the same in the world itself
         assert taken is rec
-        for r in late:
-            core._place(r, r.lane, r.nbytes, r.barrier, False)
         return True
 
-    def _explain_take(self, core: QueueCore, rec: _Rec) -> Any:
+    def _explain_take(self, core: QueueCore[_Rec], rec: _Rec) -> Any:
         """A function that explains why the model's choice ``chosen`` is not ``rec``."""
         streak = core.streak
         limit = core.config.burst_limit
@@ -913,7 +870,7 @@ class _Replay:
             return _ProblemError("D-11", "EveryAcceptedWorkEndsOnce",
                             f"{info.name} was never accepted in the model")
         if actor.current is not None and actor.current is not rec:
-            holder = actor.current.name  # type: ignore[attr-defined]
+            holder = actor.current.name
             turn = world.turns.get(holder)
             if turn is not None and turn.phase == QUEUED:
                 return _ProblemError(
@@ -928,7 +885,7 @@ class _Replay:
         head = next((r for s in Source for r in actor.line(s)), None)
         if head is not None and head is not rec:
             return _ProblemError("SE-6.6", "FifoWithinLane",
-                            f"{info.name} started before {head.name}, "  # type: ignore[attr-defined]
+                            f"{info.name} started before {head.name}, "
                             f"which is ahead of it on {actor.name}")
         return _ProblemError("SE-4.5", None, f"{info.name} has no execution turn on "
                                         f"{info.route.run}")
@@ -987,6 +944,27 @@ class _Replay:
                 _leave(actor)
             elif rec.phase != DONE:
                 actor.cancel(rec)
+
+
+def _problem(exc: BaseException) -> _ProblemError:
+    """The explanation of an error that made an event illegal in a world."""
+    if isinstance(exc, _ProblemError):
+        return exc
+    if isinstance(exc, ZLinkProtocolError):
+        return _ProblemError(exc.rule, None, str(exc))
+    raise exc  # an admission refused outside ``accepted``: a bug of this module
+
+
+def _no_lost_wakeup(world: _World) -> None:
+    """After a settle: every queue with a ready item has a turn holder (``NoLostWakeup``)."""
+    stuck = [c for c in world.cores.values() if c.has_ready() and c.current is None]
+    if stuck:
+        core = stuck[0]
+        waiting = [r.name for s in Source for r in core.line(s)]
+        raise _ProblemError(
+            "SE-6.5", "NoLostWakeup",
+            f"settle answered while {', '.join(waiting)} waited on {core.name} and "
+            f"nothing held its turn (ready work was left without a drain)")
 
 
 def replay_entries(entries: Sequence[tuple[str, Mapping[str, Any]]]) -> ModelVerdict:

@@ -338,7 +338,7 @@ class QueueStatistics:
         "suspended",
     )
 
-    def __init__(self, core: QueueCore) -> None:
+    def __init__(self, core: QueueCore[Any]) -> None:
         self.name = core.name
         self.application_count = core.app_count
         self.application_bytes = core.app_bytes
@@ -489,7 +489,7 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
                 yield_allowed=yield_allowed, observer=observer,
             )
         self._rt = rt
-        self._core = QueueCore(config, name)
+        self._core: QueueCore[ZLinkWorkHandle[Any]] = QueueCore(config, name)
         self._aux: QueueAux | None = None  # waiters and disposal state, when any
         if runtime is None:
             self._join_registry()  # a queue with its own runtime is a scope of its own
@@ -563,7 +563,7 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
         for source in (Source.BARRIER, Source.LIFECYCLE, Source.APPLICATION):
             for rec in core.line(source):
                 if rec.phase == QUEUED:
-                    taken.append(cast("ZLinkWorkHandle[Any]", rec))
+                    taken.append(rec)
         out = []
         for rec in taken:
             work = rec._work
@@ -624,8 +624,7 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
         never-started works and hands back the live ones, which get cancelled."""
         ended, live = self._core.expire_timeout() if expire else self._core.dispose()
         for rec in ended:
-            self._ended(cast("ZLinkWorkHandle[Any]", rec), CANCELLED,
-                        asyncio.CancelledError("disposed before it started"))
+            self._ended(rec, CANCELLED, asyncio.CancelledError("disposed before it started"))
         self._cancel_delivery(live)
 
     def _transfer_record(self, rec: ZLinkWorkHandle[Any]) -> None:
@@ -705,7 +704,7 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
                 return clock() - skew
         next_step = core.next_step
         while True:
-            rec: ZLinkWorkHandle[Any] | None = next_step(now(), prev, outcome)  # type: ignore[assignment]
+            rec = next_step(now(), prev, outcome)
             if prev is not None:
                 # Settle after the reservation is released (inside next_step), so a
                 # waiter woken by it sees the room.
@@ -853,13 +852,12 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
         if aux is not None and aux.on_end is not None:
             aux.on_end(self)
 
-    def _cancel_delivery(self, records: list[WorkRecord]) -> None:
+    def _cancel_delivery(self, records: list[ZLinkWorkHandle[Any]]) -> None:
         """Cancel the live works the core handed back (dispose): each async work gets
         ``CancelledError`` at its await point, delivered on its own turn (D-8). A
         synchronous turn that is running finishes; a SpotWide Actor record follows
         the outcome of its execution turn instead."""
-        for rec in records:
-            handle = cast("ZLinkWorkHandle[Any]", rec)
+        for handle in records:
             if handle._aux is not None and handle._aux.quiet:
                 continue
             task = getattr(handle, "_task", None)

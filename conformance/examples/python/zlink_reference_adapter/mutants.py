@@ -60,13 +60,13 @@ def apply(name: str) -> Mutant:
 def _drain_without_flag_check() -> None:
     place = QueueCore._place
 
-    def patched_place(self: QueueCore, rec: WorkRecord, lane: int, nbytes: int,
+    def patched_place(self: QueueCore[Any], rec: WorkRecord, lane: int, nbytes: int,
                       barrier: bool, judged: bool) -> bool:
         place(self, rec, lane, nbytes, barrier, judged)
         self.drain_scheduled = True
         return True
 
-    def patched_enter(self: QueueCore, now: float) -> None:
+    def patched_enter(self: QueueCore[Any], now: float) -> None:
         self.drain_scheduled = False
         self.draining = True
         self.slice_started_at = now
@@ -98,7 +98,7 @@ def _resume_skips_requeue() -> None:
 
     finish = QueueCore.finish
 
-    def patched_finish(self: QueueCore, rec: WorkRecord, outcome: int = 0) -> None:
+    def patched_finish(self: QueueCore[Any], rec: WorkRecord, outcome: int = 0) -> None:
         # Bug, second half: the turn check is gone, so the off-turn finish goes through.
         if self.current is not rec:
             saved = self.current
@@ -165,7 +165,7 @@ def _lifecycle_ignores_burst() -> None:
 def _close_drops_accepted() -> None:
     close = QueueCore.close
 
-    def patched(self: QueueCore) -> None:
+    def patched(self: QueueCore[Any]) -> None:
         close(self)
         for attr in ("app", "life", "barrier"):
             line: deque[WorkRecord] | None = getattr(self, attr)
@@ -182,7 +182,7 @@ def _close_drops_accepted() -> None:
 def _capacity_off_by_one() -> None:
     place = QueueCore._place
 
-    def patched(self: QueueCore, rec: WorkRecord, lane: int, nbytes: int,
+    def patched(self: QueueCore[Any], rec: WorkRecord, lane: int, nbytes: int,
                 barrier: bool, judged: bool) -> bool:
         count = self.life_count if lane else self.app_count
         cap = self.config.life_count_cap if lane else self.config.app_count_cap
@@ -199,16 +199,16 @@ def _fifo_swap() -> None:
     take = QueueCore.take_next
     step = QueueCore.next_step
 
-    def swap(self: QueueCore) -> None:
+    def swap(self: QueueCore[Any]) -> None:
         app = self.app
         if app is not None and len(app) >= 2:
             app[0], app[1] = app[1], app[0]
 
-    def patched_take(self: QueueCore, now: float) -> WorkRecord:
+    def patched_take(self: QueueCore[Any], now: float) -> Any:
         swap(self)
         return take(self, now)
 
-    def patched_step(self: QueueCore, now: float, prev: Any = None, outcome: int = 0) -> Any:
+    def patched_step(self: QueueCore[Any], now: float, prev: Any = None, outcome: int = 0) -> Any:
         if prev is not None:
             self.finish(prev, outcome)
         swap(self)
@@ -258,7 +258,7 @@ def _spotwide_releases_claim_on_yield() -> None:
 def _payload_reserved_twice() -> None:
     original = QueueCore.transfer
 
-    def patched(self: QueueCore, rec: WorkRecord) -> bool:
+    def patched(self: QueueCore[Any], rec: WorkRecord) -> bool:
         from zlink_reference._shell import queue as shell_queue
 
         # the Actor queue's record whose turn is placing this execution turn
@@ -388,7 +388,7 @@ def _queue_exposed() -> None:
 def _dispose_safely_counts_zombies() -> None:
     original = QueueCore.dispose_safely
 
-    def patched(self: QueueCore) -> list[WorkRecord]:
+    def patched(self: QueueCore[Any]) -> list[Any]:
         marked = original(self)
         self.zombies -= len(marked)  # bug: the active count does not drop
         for rec in marked:
@@ -401,7 +401,7 @@ def _dispose_safely_counts_zombies() -> None:
 @mutant("dispose_runs_never_started", "SD-1", "EveryAcceptedWorkEndsOnce",
         "dispose cancels started work but lets never-started work run")
 def _dispose_runs_never_started() -> None:
-    def patched(self: QueueCore) -> tuple[list[WorkRecord], list[WorkRecord]]:
+    def patched(self: QueueCore[Any]) -> tuple[list[Any], list[Any]]:
         self.closed = True
         self.mode = core_queue.MODE_CANCELLED
         live = [r for r in self.live_records() if r.phase != core_queue.QUEUED]
@@ -451,7 +451,7 @@ def _cancel_off_turn() -> None:
 def _end_slice_drops_wakeup() -> None:
     end_slice = QueueCore.end_slice
 
-    def patched(self: QueueCore, now: float) -> None:
+    def patched(self: QueueCore[Any], now: float) -> None:
         end_slice(self, now)
         self.drain_scheduled = False  # bug: the next slice is never scheduled
 
@@ -463,7 +463,7 @@ def _end_slice_drops_wakeup() -> None:
 def _closed_queue_admits() -> None:
     place = QueueCore._place
 
-    def patched(self: QueueCore, rec: WorkRecord, lane: int, nbytes: int,
+    def patched(self: QueueCore[Any], rec: WorkRecord, lane: int, nbytes: int,
                 barrier: bool, judged: bool) -> bool:
         closed, self.closed = self.closed, False
         try:
