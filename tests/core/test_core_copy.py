@@ -170,7 +170,8 @@ def test_SE_6_6_a_copy_steps_like_its_original(ops: list[str]) -> None:
     for c in (core, copy):
         if c.current is not None:
             c.finish(c.current)
-        for r in c.suspended_records():
+        # The suspended set has no order; requeue both in the same (label) order.
+        for r in sorted(c.suspended_records(), key=lambda r: r.label):
             c.requeue(r)
         if not c.draining and c.drain_scheduled:
             c.enter_drain(0)
