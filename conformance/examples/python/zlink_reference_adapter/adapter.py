@@ -23,7 +23,7 @@ How it keeps the protocol's promises
   against other works exactly as the runtime ran them. ``yielded`` comes from the queue
   core's own ``yield_turn`` transition (through the trace observer), at the moment the
   turn is given back. Owners are read from the queue that really ran the work
-  (``current_work().queue``), not computed from the routing table, so routing is
+  (``current_work().queue_name``), not computed from the routing table, so routing is
   checked, not echoed.
 
 Preload hook
@@ -538,7 +538,7 @@ class ReferenceAdapter:
             raise CommandError("bad_command", str(exc)) from None
         handle.label = work_id
         ws.handle = handle
-        ws.admit_owner = ws.run_owner = canonical(handle.queue.name)
+        ws.admit_owner = ws.run_owner = canonical(handle.queue_name)
         self._case.works[work_id] = ws
         self.emit("accepted", work=work_id, owner=ws.admit_owner)
         handle.add_done_callback(lambda h: self._ended(ws, h))
@@ -758,8 +758,8 @@ class ReferenceAdapter:
     def _begin(self, ws: WorkState) -> None:
         rec = current_work()
         if rec is not None:
-            ws.run_owner = canonical(rec.queue.name)
-            self._case.records[(rec.queue.name, rec.wid)] = ws
+            ws.run_owner = canonical(rec.queue_name)
+            self._case.records[(rec.queue_name, rec.wid)] = ws
         ws.started = True
         self.emit("started", work=ws.id, owner=ws.run_owner)
 
@@ -946,26 +946,55 @@ def surface() -> dict[str, dict[str, list[str]]]:
 def members() -> dict[str, dict[str, str]]:
     """Each coordinator type's public members beyond its entry points, and whether one
     hands out a queue (SE-2.5): read from a live instance (a property's value) and from
-    the annotations of methods (their result), so a member added later is reported too."""
+    the annotations of methods (their result), so a member added later is reported too.
+    The handle an entry returns is the coordinator's too: its members are listed as
+    ``execute_actor().name`` (SE-10.1: no handle hands out a queue either)."""
     loop = asyncio.new_event_loop()
     try:
-        probes: dict[str, Any] = {
-            "spot": ZLinkSpotSerialExecutor("probe", mode=ZLinkUserSpotExecutionMode.PER_ACTOR,
-                                            loop=loop),
-            "actor": ZLinkActorSerialExecutor("probe", loop=loop),
-            "session": ZLinkSessionSerialExecutor("probe", loop=loop),
+        probes: dict[str, Callable[[], Any]] = {
+            "spot": lambda: ZLinkSpotSerialExecutor(
+                "probe", mode=ZLinkUserSpotExecutionMode.PER_ACTOR, loop=loop),
+            "actor": lambda: ZLinkActorSerialExecutor("probe", loop=loop),
+            "session": lambda: ZLinkSessionSerialExecutor("probe", loop=loop),
         }
         out: dict[str, dict[str, str]] = {}
-        for type_, obj in probes.items():
+        for type_, make in probes.items():
+            obj = make()
             found = {}
             for name in sorted(dir(type(obj))):
                 if name.startswith("_") or name.startswith("execute"):
                     continue
                 found[name] = "queue" if _hands_out_queue(obj, name) else "other"
+            for entry in sorted(n for n in dir(type(obj)) if n.startswith("execute")):
+                handle = _probe_handle(make(), entry)  # a fresh probe: a final closes
+                for name in sorted(dir(type(handle))):
+                    if not name.startswith("_"):
+                        found[f"{entry}().{name}"] = (
+                            "queue" if _hands_out_queue(handle, name) else "other")
             out[type_] = found
         return out
     finally:
         loop.close()
+
+
+def _probe_handle(coordinator: Any, entry: str) -> Any:
+    """The handle ``entry`` returns on a probe coordinator (never run: the probe's
+    loop does not run)."""
+    fn = getattr(coordinator, entry)
+    params = [p for p in inspect.signature(fn).parameters if p != "work"]
+    args = ["probe" for p in params if p in ("actor_id", "timer_name")]
+    return fn(*args, lambda: None)
+
+
+def _submittable(value: object) -> bool:
+    """A queue, or anything else a caller could submit to (a public ``enqueue*`` or
+    ``execute*`` method)."""
+    if isinstance(value, ZLinkSerialExecutionQueue):
+        return True
+    if isinstance(value, type):
+        return False
+    return any(callable(getattr(value, n, None)) for n in dir(value)
+               if n.startswith(("enqueue", "execute")))
 
 
 def _hands_out_queue(obj: Any, name: str) -> bool:
@@ -980,9 +1009,9 @@ def _hands_out_queue(obj: Any, name: str) -> bool:
         value = getattr(obj, name)
     except Exception:
         return False
-    values = value.values() if isinstance(value, Mapping) else (
-        value if isinstance(value, list | tuple | set | frozenset) else [value])
-    return any(isinstance(v, ZLinkSerialExecutionQueue) for v in values)
+    values = list(value.values()) if isinstance(value, Mapping) else (
+        list(value) if isinstance(value, list | tuple | set | frozenset) else [value])
+    return any(_submittable(v) for v in values)
 
 
 def main() -> int:
