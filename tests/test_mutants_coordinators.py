@@ -10,7 +10,7 @@ from test_mutants_unit import run_with
 
 # mutant -> the SE-10 test written for the rule it breaks
 KILLER = {
-    "queue_exposed": "test_SE_10_01_no_public_attribute_is_a_queue",
+    "queue_exposed": "test_SE_10_01_no_public_member_of_a_handle_coordinator_or_queue_hands",
     "per_actor_shares_spot_queue": "test_SE_10_02_per_actor_long_work_on_two_actors_overlaps",
     "spot_wide_skips_spot_gate": "test_SE_10_03_spot_wide_same_submissions_run_one_after",
     "fifo_swap": "test_SE_10_04_same_actor_keeps_submission_order",

@@ -75,3 +75,30 @@ def test_no_case_depends_on_how_far_the_runtime_gets_between_commands(
     with Runner(reference_adapter_command(), env=env) as runner:
         report = runner.run(catalogue.cases)
     assert [(r.case.id, r.messages) for r in report.results if r.status != "passed"] == []
+
+
+def test_SE_2_5_member_listing_covers_the_handles_entries_return(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """SE-2.5, SE-10.1: the reference adapter's member listing reads the handle of every
+    entry too, and the members case fails on a handle that hands out its queue (as
+    ``ZLinkWorkHandle.queue`` did)."""
+    from zlink_conformance.oracle import CaseLog, CheckContext, parse_check
+    from zlink_reference import ZLinkWorkHandle
+    from zlink_reference_adapter.adapter import members
+
+    parsed, problems = parse_check({"check": "members"}, "test")
+    assert parsed is not None, problems
+
+    listed = members()
+    assert listed["spot"]["execute_actor().queue_name"] == "other"
+    assert listed["session"]["execute_final().result"] == "other"
+    assert parsed.evaluate(CaseLog(), CheckContext({"members": listed})) == []
+
+    monkeypatch.setattr(ZLinkWorkHandle, "queue",
+                        property(lambda self: self._queue), raising=False)
+    leaky = members()
+    assert leaky["actor"]["execute_actor().queue"] == "queue"
+    found = parsed.evaluate(CaseLog(), CheckContext({"members": leaky}))
+    assert "spot.execute_timer().queue hands out a queue: code outside the coordinator " \
+        "could keep it or submit to it directly" in found

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import typing
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
@@ -18,6 +20,7 @@ from zlink_reference import (
     ZLinkRejectedError,
     ZLinkSerialExecutionQueue,
     ZLinkSessionSerialExecutor,
+    ZLinkSpotKind,
     ZLinkSpotSerialExecutor,
     ZLinkUserSpotExecutionMode,
     current_snapshot,
@@ -72,20 +75,81 @@ def test_SE_10_01_no_surface_lets_the_application_choose_the_queue() -> None:
     assert not [p for p in init if "queue" in p or "lane" in p]
 
 
-async def test_SE_10_01_no_public_attribute_is_a_queue() -> None:
-    for s in (spot(PER_ACTOR), spot(SPOT_WIDE)):
-        s.execute_actor("a", lambda: None)
-        s.execute_timer("t", lambda: None)
-        for name in dir(s):
-            if name.startswith("_"):
-                continue
-            value = getattr(s, name)
-            assert not isinstance(value, ZLinkSerialExecutionQueue), name
-        handle = s.execute_actor("a", lambda: None)
-        assert not [n for n in dir(handle) if not n.startswith("_")
-                    and isinstance(getattr(handle, n), ZLinkSerialExecutionQueue)
-                    and n != "queue"]
-        await run_until_idle()
+def _submittable(value: object) -> bool:
+    """Something a caller could submit work to: it has a public ``enqueue*`` or
+    ``execute*`` method (a queue, a coordinator)."""
+    if isinstance(value, type):
+        return False
+    return any(callable(getattr(value, n, None)) for n in dir(value)
+               if n.startswith(("enqueue", "execute")))
+
+
+def _type_submittable(hint: object) -> bool:
+    """A return annotation naming a type with a public ``enqueue*``/``execute*``
+    method, or a container, union or generic holding one."""
+    if isinstance(hint, type):
+        return any(n.startswith(("enqueue", "execute")) and callable(getattr(hint, n))
+                   for n in dir(hint))
+    return any(_type_submittable(a) for a in typing.get_args(hint))
+
+
+def _hands_out_queue(obj: object) -> list[str]:
+    """Every public member of ``obj`` whose value, or whose result by its annotation,
+    could be submitted to (looking inside lists, tuples, sets and mappings)."""
+    found = []
+    for name in dir(obj):
+        if name.startswith("_"):
+            continue
+        static = inspect.getattr_static(type(obj), name, None)
+        if callable(static) and not isinstance(static, property):
+            hints = typing.get_type_hints(getattr(obj, name))
+            if _type_submittable(hints.get("return")):
+                found.append(f"{type(obj).__name__}.{name}()")
+            continue
+        value = getattr(obj, name, None)  # a core slot not set yet reads as None
+        values: list[object] = [value]
+        if isinstance(value, Mapping):
+            values += list(value.keys()) + list(value.values())
+        elif isinstance(value, list | tuple | set | frozenset):
+            values += list(value)
+        if any(_submittable(v) for v in values):
+            found.append(f"{type(obj).__name__}.{name}")
+    return found
+
+
+async def test_SE_10_01_no_public_member_of_a_handle_coordinator_or_queue_hands_out_a_queue(
+) -> None:
+    """SE-10.1, SE-2.5, SE-3.1: the application has no means to choose the queue, not
+    only at registration. No public attribute of a coordinator, of a queue, or of a
+    handle any entry returns (every entry, both modes, Entry and Instance Spots) gives
+    an object a caller could submit to, nor a method whose result is one."""
+    gate = Gate()
+    owners: list[object] = []
+    handles: list[object] = []
+    for kind, mode in [(ZLinkSpotKind.USER, PER_ACTOR), (ZLinkSpotKind.USER, SPOT_WIDE),
+                       (ZLinkSpotKind.ENTRY, None), (ZLinkSpotKind.INSTANCE, None)]:
+        s = ZLinkSpotSerialExecutor("S", kind=kind, mode=mode, clock=VirtualClock(),
+                                    error_hook=lambda exc, h: unexpected_errors.append(exc))
+        s.execute_spot(gate.wait)  # hold the gate so every handle below is still live
+        handles += [s.execute_spot(lambda: None), s.execute_actor("a", lambda: None),
+                    s.execute_timer("t", lambda: None), s.execute_lifecycle(lambda: None)]
+        owners.append(s)
+    a = ZLinkActorSerialExecutor("A", clock=VirtualClock())
+    handles += [a.execute_actor(gate.wait), a.execute_lifecycle(lambda: None)]
+    x = ZLinkSessionSerialExecutor("X", clock=VirtualClock())
+    handles += [x.execute_application(gate.wait), x.execute_control(lambda: None),
+                x.execute_infrastructure(lambda: None), x.execute_final(lambda: None)]
+    q = ZLinkSerialExecutionQueue(name="q", clock=VirtualClock())
+    handles += [q.enqueue(gate.wait), q.enqueue_with_payload_bytes(lambda: None, 1),
+                q.enqueue_lifecycle(lambda: None), q.enqueue_barrier_next(lambda: None)]
+    owners += [a, x, q]
+    await run_until_idle()
+    for obj in owners + handles:
+        assert _hands_out_queue(obj) == [], obj
+    gate.open()
+    await run_until_idle()
+    for obj in owners + handles:
+        assert _hands_out_queue(obj) == [], obj
     assert "ZLinkSerialExecutionQueue" in zlink_reference.__all__  # the primitive itself
 
 

@@ -499,3 +499,28 @@ async def test_SE_6_4_waiting_for_the_drive_task_does_not_use_the_owners_budget(
     assert order == ["A", "B0", "B1", "B2"]
     assert [e.event for e in trace.of("B")].count("enter_drain") == 1
     assert not [e for e in trace.of("B") if e.event == "end_slice"]
+
+
+async def test_SE_6_5_owners_that_feed_each_other_let_a_timer_run() -> None:
+    """D-13: the drain start is posted on the loop's next turn, where I/O and timers run,
+    like the slice cut. Two owners whose works submit to each other never use up a
+    budget, so no slice is cut; a timer due before the first hop still fires within a
+    few hops (a start posted as a microtask would let the chain run for ever)."""
+    loop = asyncio.get_running_loop()
+    a = ZLinkSerialExecutionQueue(name="a")
+    b = ZLinkSerialExecutionQueue(name="b")
+    hops = 0
+    fired_at: list[int] = []
+
+    def ping(to: ZLinkSerialExecutionQueue, back: ZLinkSerialExecutionQueue) -> None:
+        nonlocal hops
+        hops += 1
+        if not fired_at and hops < 10_000:
+            to.enqueue(lambda: ping(back, to))
+
+    loop.call_later(0, lambda: fired_at.append(hops))
+    a.enqueue(lambda: ping(b, a))
+    while not fired_at and hops < 10_000:
+        await asyncio.sleep(0)
+    assert fired_at and fired_at[0] <= 3, (fired_at, hops)
+    await run_until_idle()

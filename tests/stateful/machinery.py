@@ -206,9 +206,9 @@ def settled_as_traced(index: int, handle: Any, checker: TraceChecker) -> bool:
     """EveryAcceptedWorkEndsOnce across the API: work ``index``'s handle is settled
     exactly when its queue's trace has it done, with the trace's outcome. Returns whether
     the work failed, for the machines' count of reported failures."""
-    image = checker.queue(handle.queue.name).image
+    image = checker.queue(handle.queue_name).image
     w = image.works.get(handle.wid)
-    assert w is not None, f"work {index} has no admit event on {handle.queue.name}"
+    assert w is not None, f"work {index} has no admit event on {handle.queue_name}"
     if handle.done() != (w.phase == "done"):
         raise AssertionError(
             f"EveryAcceptedWorkEndsOnce: work {index} "

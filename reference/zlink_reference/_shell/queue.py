@@ -133,17 +133,18 @@ class ZLinkWorkHandle(WorkRecord, Generic[T]):
         return aux
 
     @property
-    def gates(self) -> tuple[object, ...]:
+    def _gates(self) -> tuple[object, ...]:
         """Turns and claims this work needs, first the queue whose turn it takes.
         Coordinators widen it (a SpotWide Actor work needs the Spot gate and its
-        Actor claim); the reentrancy check compares these."""
+        Actor claim); the reentrancy check compares these. Internal: these are queues,
+        and no public member hands one out (SE-2.5, D-23)."""
         aux = self._aux
         if aux is None or aux.gates is None:
             return (self._queue,)
         return aux.gates
 
-    @gates.setter
-    def gates(self, value: tuple[object, ...]) -> None:
+    @_gates.setter
+    def _gates(self, value: tuple[object, ...]) -> None:
         self._extra().gates = value
 
     @property
@@ -161,9 +162,11 @@ class ZLinkWorkHandle(WorkRecord, Generic[T]):
         self._extra().quiet = True
 
     @property
-    def queue(self) -> ZLinkSerialExecutionQueue:
-        """The queue this work was accepted by."""
-        return self._queue
+    def queue_name(self) -> str:
+        """The name of the queue this work was accepted by, as traces and errors spell
+        it. Only the name: the queue itself is the owner's, and no public member hands
+        it out (SE-2.5, SE-3.1, SE-10.1; decision D-23)."""
+        return self._queue._core.name
 
     # -------------------------------------------------------------- outcome
     def done(self) -> bool:
@@ -262,8 +265,8 @@ def _check_reentrancy(target: ZLinkWorkHandle[Any], *, held_turn: bool) -> None:
     holder = _holder() if held_turn else _async_current.get()
     if holder is None:
         return
-    held = holder.gates if held_turn else holder.gates[1:]
-    if target is holder or any(g in held for g in target.gates):
+    held = holder._gates if held_turn else holder._gates[1:]
+    if target is holder or any(g in held for g in target._gates):
         raise ZLinkReentrancyError(
             f"work {holder.wid} of {holder._queue.name} waits for work {target.wid} of "
             f"{target._queue.name}, which needs a turn the waiter holds (SE-8.2)"
@@ -550,7 +553,7 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
         """Place an execution turn of already-accepted work (SpotWide, SE-4.5). Called
         on the loop thread by the coordinator."""
         rec: ZLinkWorkHandle[Any] = ZLinkWorkHandle(self, work)
-        rec.gates = gates
+        rec._gates = gates
         if self._core.transfer(rec):
             self._rt.loop.call_soon(self._drain)
         return rec

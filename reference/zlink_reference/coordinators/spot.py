@@ -185,7 +185,7 @@ class ZLinkSpotSerialExecutor(Coordinator):
 
         turn.__wrapped__ = work  # type: ignore[attr-defined]
         handle = queue.enqueue_with_payload_bytes(turn, payload)
-        handle.gates = (queue, spot)
+        handle._gates = (queue, spot)
         handle._quiet()  # a failure is reported once, by the Spot queue that ran it
         return handle
 
@@ -278,7 +278,7 @@ class ZLinkSpotSerialExecutor(Coordinator):
         # A SpotWide Actor work is one work seen twice: its record on the Actor queue
         # and its execution turn on the Spot queue. Count the Actor record.
         for q, rec in super()._counted():
-            if self._wide and q is self._spot and len(getattr(rec, "gates", ())) > 1:
+            if self._wide and q is self._spot and len(getattr(rec, "_gates", ())) > 1:
                 continue
             yield q, rec
 

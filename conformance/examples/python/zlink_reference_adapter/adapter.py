@@ -8,7 +8,12 @@ How it keeps the protocol's promises
 ------------------------------------
 * **One case, one event loop, one virtual clock.** ``reset`` tears the old loop down and
   makes a fresh ``asyncio`` loop and ``VirtualClock`` (integer milliseconds), so cases
-  never see each other's leftovers and time only moves on ``advance`` and ``busy``.
+  never see each other's leftovers and time only moves on ``advance`` and ``busy``. A
+  case's faults stay with it: ``settle`` reports an exception that ended one of the
+  case's tasks unretrieved as a ``fault`` then (not when the collector frees the task,
+  which may be during a later case), the loop's fault handler knows its case, and what
+  a case leaves at its end is logged on stderr under its number, never as an event of
+  the next case.
 * **The loop turns only inside a command.** Each command runs as a coroutine on the case's
   loop (``run_until_complete``); when it is done the loop stops, and the buffered events
   and then the reply are written in one go. So every event that happened before a reply
@@ -23,7 +28,7 @@ How it keeps the protocol's promises
   against other works exactly as the runtime ran them. ``yielded`` comes from the queue
   core's own ``yield_turn`` transition (through the trace observer), at the moment the
   turn is given back. Owners are read from the queue that really ran the work
-  (``current_work().queue``), not computed from the routing table, so routing is
+  (``current_work().queue_name``), not computed from the routing table, so routing is
   checked, not echoed.
 
 Preload hook
@@ -39,6 +44,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import inspect
 import json
 import logging
@@ -209,12 +215,23 @@ def _policy(data: Any, what: str) -> ZLinkExecutionLanePolicy | None:
 
 
 class CaseState:
-    """Everything one case made; thrown away by ``reset``."""
+    """Everything one case made; thrown away by ``reset``.
 
-    def __init__(self, on_fault: Callable[[asyncio.AbstractEventLoop, dict[str, Any]], None]
-                 ) -> None:
+    ``number`` counts the cases this process served (1 for the first ``reset``), the
+    name a leftover of this case is logged under once the case is over. The case's loop
+    reports to ``on_fault`` with this case attached, so a fault raised after the case
+    ended (a task collected later) is never taken for one of the case running then.
+    Every task made on the loop is kept in ``tasks`` while it lives, so an exception no
+    one retrieved is found at the case's ``settle`` rather than whenever the task
+    happens to be collected."""
+
+    def __init__(self, number: int,
+                 on_fault: Callable[[CaseState, dict[str, Any]], None]) -> None:
+        self.number = number
         self.loop = asyncio.new_event_loop()
-        self.loop.set_exception_handler(on_fault)
+        self.loop.set_exception_handler(lambda loop, context: on_fault(self, context))
+        self.tasks: list[asyncio.Task[Any]] = []
+        self.loop.set_task_factory(self._track)
         self.clock = VirtualClock()
         self.targets: dict[str, Target] = {}
         self.works: dict[str, WorkState] = {}
@@ -223,6 +240,28 @@ class CaseState:
         self.waiters: dict[str, asyncio.Task[None]] = {}
         self.records: dict[tuple[str, int], WorkState] = {}  # (queue, wid) -> work
         self.zombies_seen: set[str] = set()
+
+    def _track(self, loop: asyncio.AbstractEventLoop,
+               coro: Coroutine[Any, Any, Any] | typing.Generator[Any, None, Any],
+               **kwargs: Any) -> asyncio.Task[Any]:
+        task: asyncio.Task[Any] = asyncio.Task(coro, loop=loop, **kwargs)
+        self.tasks.append(task)
+        return task
+
+    def unretrieved(self) -> list[BaseException]:
+        """Exceptions of this case's ended tasks that no one retrieved, each once (it is
+        retrieved here, so asyncio will not report it again); forgets ended tasks."""
+        found: list[BaseException] = []
+        live: list[asyncio.Task[Any]] = []
+        for task in self.tasks:
+            if not task.done():
+                live.append(task)
+            elif not task.cancelled() and task._log_traceback:
+                exc = task.exception()
+                if exc is not None:
+                    found.append(exc)
+        self.tasks = live
+        return found
 
 
 class ReferenceAdapter:
@@ -239,7 +278,8 @@ class ReferenceAdapter:
         self._buffer: list[str] = []
         self._live = False  # events are written only while a case is live
         self._greeted = False
-        self._case = CaseState(self._fault)
+        self._cases = 0  # cases served so far (resets)
+        self._case = CaseState(0, self._fault)
         self._install_zombie_log()
 
     # ------------------------------------------------------------------ output
@@ -302,7 +342,8 @@ class ReferenceAdapter:
             return {}
         if name == "reset":
             self._teardown()
-            self._case = CaseState(self._fault)
+            self._cases += 1
+            self._case = CaseState(self._cases, self._fault)
             self._live = True
             return {}
         handler = self._handlers().get(name) if isinstance(name, str) else None
@@ -363,10 +404,17 @@ class ReferenceAdapter:
 
     # --------------------------------------------------------------- teardown
     def _teardown(self) -> None:
-        """End the case: let every blocked work go, then close its loop."""
+        """End the case: let every blocked work go, then close its loop. Nothing of it
+        reaches the next case: events it left unwritten (after its last reply) and
+        whatever its teardown shakes out (exceptions no one retrieved, objects collected
+        now rather than during a later case) go to stderr, under the case's number."""
         self._live = False
         case = self._case
         loop = case.loop
+        if self._buffer:
+            for line in self._buffer:
+                self.log(f"case {case.number} (ended): event after its last reply: {line}")
+            self._buffer.clear()
         if loop.is_closed():
             return
         for gate in case.gates.values():
@@ -382,6 +430,14 @@ class ReferenceAdapter:
         if tasks:
             with contextlib.suppress(BaseException):
                 loop.run_until_complete(asyncio.wait(tasks, timeout=1.0))
+        for exc in case.unretrieved():
+            self._fault(case, {"message": "Task exception was never retrieved",
+                               "exception": exc})
+        if case.tasks:  # what the cancellation did not end within the wait above
+            self.log(f"case {case.number} (ended): {len(case.tasks)} task(s) still "
+                     f"pending, dropped with its loop: {case.tasks!r}")
+            case.tasks = []
+        gc.collect()  # what only the collector frees reports now, under this case
         loop.close()
 
     # ------------------------------------------------------------- gates etc.
@@ -538,7 +594,7 @@ class ReferenceAdapter:
             raise CommandError("bad_command", str(exc)) from None
         handle.label = work_id
         ws.handle = handle
-        ws.admit_owner = ws.run_owner = canonical(handle.queue.name)
+        ws.admit_owner = ws.run_owner = canonical(handle.queue_name)
         self._case.works[work_id] = ws
         self.emit("accepted", work=work_id, owner=ws.admit_owner)
         handle.add_done_callback(lambda h: self._ended(ws, h))
@@ -612,7 +668,17 @@ class ReferenceAdapter:
             raise CommandError("internal", f"the runtime did not become idle within "
                                            f"{SETTLE_TURNS} event-loop turns (a livelock?)"
                                ) from None
+        self._report_unretrieved()
         return {"now_ms": self._case.clock.now()}
+
+    def _report_unretrieved(self) -> None:
+        """An exception that ended one of the case's tasks and that no one retrieved
+        escaped the runtime: a ``fault`` of this case, reported now, while the case
+        still runs, not when the collector happens to free the task."""
+        case = self._case
+        for exc in case.unretrieved():
+            self._fault(case, {"message": "Task exception was never retrieved",
+                               "exception": exc})
 
     async def close(self, cmd: dict[str, Any]) -> dict[str, Any]:
         """No new work; accepted work finishes."""
@@ -758,8 +824,8 @@ class ReferenceAdapter:
     def _begin(self, ws: WorkState) -> None:
         rec = current_work()
         if rec is not None:
-            ws.run_owner = canonical(rec.queue.name)
-            self._case.records[(rec.queue.name, rec.wid)] = ws
+            ws.run_owner = canonical(rec.queue_name)
+            self._case.records[(rec.queue_name, rec.wid)] = ws
         ws.started = True
         self.emit("started", work=ws.id, owner=ws.run_owner)
 
@@ -870,17 +936,22 @@ class ReferenceAdapter:
         call, ws.suspended_on = ws.suspended_on, None
         self.emit("yielded", work=ws.id, owner=ws.run_owner, call=call)
 
-    def _fault(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    def _fault(self, case: CaseState, context: dict[str, Any]) -> None:
         """An exception escaped the runtime's own code (a loop callback or task): the
-        runtime broke one of its invariants. Logged, and reported as a ``fault``."""
+        runtime broke one of its invariants. Logged, and reported as a ``fault`` of the
+        case whose loop it came from while that case runs; once the case is over, only
+        logged, under its number (it must not fail whichever case runs then)."""
         exc = context.get("exception")
         message = str(context.get("message", "unhandled exception"))
         if exc is not None:
             message += f": {exc!r}"
+        current = case is self._case and self._live
+        where = f"case {case.number}" + ("" if current else " (ended)")
+        self.log(f"{where}: fault: {message}")
+        if exc is not None:
             self.log("".join(traceback.format_exception(exc)).rstrip())
-        else:
-            self.log(message)
-        self.emit("fault", message=message)
+        if current:
+            self.emit("fault", message=message)
 
     def _error_hook(self, exc: BaseException, handle: ZLinkWorkHandle[Any]) -> None:
         """Work failures are reported as ``failed`` events; nothing else to do."""
@@ -946,26 +1017,55 @@ def surface() -> dict[str, dict[str, list[str]]]:
 def members() -> dict[str, dict[str, str]]:
     """Each coordinator type's public members beyond its entry points, and whether one
     hands out a queue (SE-2.5): read from a live instance (a property's value) and from
-    the annotations of methods (their result), so a member added later is reported too."""
+    the annotations of methods (their result), so a member added later is reported too.
+    The handle an entry returns is the coordinator's too: its members are listed as
+    ``execute_actor().name`` (SE-10.1: no handle hands out a queue either)."""
     loop = asyncio.new_event_loop()
     try:
-        probes: dict[str, Any] = {
-            "spot": ZLinkSpotSerialExecutor("probe", mode=ZLinkUserSpotExecutionMode.PER_ACTOR,
-                                            loop=loop),
-            "actor": ZLinkActorSerialExecutor("probe", loop=loop),
-            "session": ZLinkSessionSerialExecutor("probe", loop=loop),
+        probes: dict[str, Callable[[], Any]] = {
+            "spot": lambda: ZLinkSpotSerialExecutor(
+                "probe", mode=ZLinkUserSpotExecutionMode.PER_ACTOR, loop=loop),
+            "actor": lambda: ZLinkActorSerialExecutor("probe", loop=loop),
+            "session": lambda: ZLinkSessionSerialExecutor("probe", loop=loop),
         }
         out: dict[str, dict[str, str]] = {}
-        for type_, obj in probes.items():
+        for type_, make in probes.items():
+            obj = make()
             found = {}
             for name in sorted(dir(type(obj))):
                 if name.startswith("_") or name.startswith("execute"):
                     continue
                 found[name] = "queue" if _hands_out_queue(obj, name) else "other"
+            for entry in sorted(n for n in dir(type(obj)) if n.startswith("execute")):
+                handle = _probe_handle(make(), entry)  # a fresh probe: a final closes
+                for name in sorted(dir(type(handle))):
+                    if not name.startswith("_"):
+                        found[f"{entry}().{name}"] = (
+                            "queue" if _hands_out_queue(handle, name) else "other")
             out[type_] = found
         return out
     finally:
         loop.close()
+
+
+def _probe_handle(coordinator: Any, entry: str) -> Any:
+    """The handle ``entry`` returns on a probe coordinator (never run: the probe's
+    loop does not run)."""
+    fn = getattr(coordinator, entry)
+    params = [p for p in inspect.signature(fn).parameters if p != "work"]
+    args = ["probe" for p in params if p in ("actor_id", "timer_name")]
+    return fn(*args, lambda: None)
+
+
+def _submittable(value: object) -> bool:
+    """A queue, or anything else a caller could submit to (a public ``enqueue*`` or
+    ``execute*`` method)."""
+    if isinstance(value, ZLinkSerialExecutionQueue):
+        return True
+    if isinstance(value, type):
+        return False
+    return any(callable(getattr(value, n, None)) for n in dir(value)
+               if n.startswith(("enqueue", "execute")))
 
 
 def _hands_out_queue(obj: Any, name: str) -> bool:
@@ -980,9 +1080,9 @@ def _hands_out_queue(obj: Any, name: str) -> bool:
         value = getattr(obj, name)
     except Exception:
         return False
-    values = value.values() if isinstance(value, Mapping) else (
-        value if isinstance(value, list | tuple | set | frozenset) else [value])
-    return any(isinstance(v, ZLinkSerialExecutionQueue) for v in values)
+    values = list(value.values()) if isinstance(value, Mapping) else (
+        list(value) if isinstance(value, list | tuple | set | frozenset) else [value])
+    return any(_submittable(v) for v in values)
 
 
 def main() -> int:
