@@ -437,7 +437,7 @@ class ReferenceAdapter:
             self.log(f"case {case.number} (ended): {len(case.tasks)} task(s) still "
                      f"pending, dropped with its loop: {case.tasks!r}")
             case.tasks = []
-        gc.collect()  # what only the collector frees reports now, under this case
+        gc.collect(1)  # what only the collector frees reports now, under this case
         loop.close()
 
     # ------------------------------------------------------------- gates etc.
