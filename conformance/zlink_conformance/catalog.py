@@ -21,7 +21,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Final
 
-from .oracle.checks import Check, parse_check
+from .oracle.checks import KIND_REASONS, Check, parse_check
 from .oracle.invariants import WorkInfo
 from .protocol.commands import command_problems
 from .protocol.routing import TargetInfo, route
@@ -61,6 +61,9 @@ class Command:
     name: str
     message: Mapping[str, Any]
     expect: Mapping[str, Any] | None = None
+    rule: str = ""  # the rule a reply expectation observes, as for a check
+    rule_text: str = ""
+    why: str = ""
 
 
 Step = Command | Check
@@ -213,7 +216,7 @@ def parse_case(raw: Any, filename: str, rules: Mapping[str, str],
             problems.append(f"{where}: {key!r} must be a string")
     if not raw.get("intent"):
         problems.append(f"{where}: 'intent' (one sentence: what the case shows) is missing")
-    builder = _Builder(where)
+    builder = _Builder(where, [r for r in case_rules if r in rules], rules)
     steps_raw = raw.get("steps")
     if not isinstance(steps_raw, list) or not steps_raw:
         problems.append(f"{where}: 'steps' must be a non-empty list")
@@ -256,8 +259,11 @@ class _Builder:
     """Walks a case's steps in order, tracking targets and works, collecting problems and
     the capabilities the steps need."""
 
-    def __init__(self, where: str) -> None:
+    def __init__(self, where: str, case_rules: Sequence[str] = (),
+                 rule_texts: Mapping[str, str] | None = None) -> None:
         self.where = where
+        self.case_rules = list(case_rules)
+        self.rule_texts = rule_texts or {}
         self.problems: list[str] = []
         self.targets: dict[str, TargetInfo] = {}
         self.works: dict[str, WorkInfo] = {}
@@ -283,7 +289,11 @@ class _Builder:
         self.command_id += 1
         message = {k: v for k, v in obj.items() if k != "expect"}
         self.command(name, message, where)
-        return Command(name, message, expect)
+        if expect is None:
+            return Command(name, message)
+        rule = self.case_rules[0] if self.case_rules else ""
+        return Command(name, message, expect, rule, self.rule_texts.get(rule, ""),
+                       KIND_REASONS["reply"])
 
     def command(self, name: str, msg: Mapping[str, Any], where: str) -> None:
         target = msg.get("target")
@@ -390,6 +400,7 @@ class _Builder:
         self.problems += found
         if check is None:
             return None
+        check = self.attribute(check, where)
         for work in check.works():
             self.mentioned.append((work, where))
         if check.kind == "members":
@@ -398,6 +409,21 @@ class _Builder:
             self.problems.append(f"{where}: waiter {check.fields['waiter']!r} is not started "
                                  f"by an earlier await or runtime_end")
         return check
+
+    def attribute(self, check: Check, where: str) -> Check:
+        """Give the check its rule (its own, else the case's first), that rule's sentence
+        and a reason (its own ``why``, else the sentence of its kind). A check that ends
+        up without all three is a catalogue error."""
+        rule = check.rule or (self.case_rules[0] if self.case_rules else "")
+        if check.rule and check.rule not in self.case_rules:
+            self.problems.append(f"{where}: the check names rule {check.rule!r}, which the "
+                                 f"case's 'rules' do not list")
+        why = check.why or KIND_REASONS.get(check.kind, "")
+        text = self.rule_texts.get(rule, "")
+        if not (rule and text and why):
+            self.problems.append(f"{where}: the check has no rule with a statement and a "
+                                 f"reason (rule {rule!r}, why {why!r})")
+        return dataclasses.replace(check, rule=rule, rule_text=text, why=why)
 
     def finish(self) -> None:
         """Every work a check or a ``wait_for`` names is submitted somewhere."""

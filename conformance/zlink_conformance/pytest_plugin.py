@@ -33,6 +33,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="run the ZLink conformance cases against this adapter command line")
     group.addoption("--zlink-only", action="append", default=[], metavar="ID",
                     help="only this case or rule ID (repeatable)")
+    group.addoption("--zlink-cases", metavar="DIR", default=None,
+                    help="read case files from DIR instead of the shipped ones")
     group.addoption("--zlink-timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
                     help="wall-clock bound of one case (default %(default)s)")
 
@@ -130,7 +132,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     if not command:
         return
     try:
-        catalogue = load_catalogue()
+        catalogue = load_catalogue(config.getoption("zlink_cases"))
         cases = select(catalogue, config.getoption("zlink_only"))
     except (CaseError, SelectionError) as exc:
         raise pytest.UsageError(f"zlink conformance: {exc}") from None

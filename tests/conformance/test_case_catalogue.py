@@ -105,6 +105,9 @@ LOADER_ERRORS: dict[str, tuple[Callable[[dict[str, Any]], Any], str]] = {
                        "the case checks nothing"),
     "bad policy": (lambda d: _steps(d)[0].update(policy={"burst": 3}),
                    "steps[0]: 'policy' has no field 'burst'"),
+    "check of a rule the case does not list": (
+        lambda d: d["expect"][0].update(rule="SE-6.5"),
+        "expect[0]: the check names rule 'SE-6.5', which the case's 'rules' do not list"),
 }
 
 
@@ -135,3 +138,31 @@ def test_selecting_a_retired_id_says_so(catalogue: Catalogue) -> None:
     retired = Catalogue(catalogue.cases, catalogue.rules, {"required_SE_1_1_old": "replaced"})
     with pytest.raises(SelectionError, match="required_SE_1_1_old: case retired"):
         select(retired, ["required_SE_1_1_old"])
+
+
+def test_every_check_of_every_case_names_a_rule_its_demand_and_a_reason(
+        catalogue: Catalogue) -> None:
+    """Item 1 of the kit's verdicts: a failing check says which rule it observes, what
+    that rule demands (its catalogue sentence) and why the case expects what it does."""
+    from zlink_conformance.catalog import Command
+    from zlink_conformance.oracle.checks import Check
+
+    seen = 0
+    for case in catalogue.cases:
+        checks = [s for s in case.steps if isinstance(s, Check)] + list(case.expect)
+        replies = [s for s in case.steps if isinstance(s, Command) and s.expect is not None]
+        for item in [*checks, *replies]:
+            seen += 1
+            assert item.rule in case.rules, (case.id, item)
+            assert item.rule_text == catalogue.rules[item.rule] and item.rule_text, case.id
+            assert item.why.strip(), (case.id, item)
+    assert seen >= 206
+
+
+def test_a_check_whose_rule_has_no_statement_is_a_catalogue_error(tmp_path: Path) -> None:
+    directory = _copy_with(tmp_path, lambda d: None)
+    rules = json.loads((SHIPPED / "rules.json").read_text())
+    rules["rules"]["SE-10.3"] = ""
+    (directory / "rules.json").write_text(json.dumps(rules))
+    with pytest.raises(CaseError, match="the check has no rule with a statement and a reason"):
+        load_catalogue(directory)

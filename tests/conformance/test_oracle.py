@@ -115,7 +115,7 @@ def test_overlap_and_order_checks() -> None:
     assert check({"check": "overlap", "works": ["b", "c"]}, TWO) != []
     assert check({"check": "start_order", "works": ["a", "b", "c"]}, TWO) == []
     assert check({"check": "start_order", "works": ["b", "a"]}, TWO) == [
-        "expected start order b a, got a b"]
+        "expected start order b a, got a b (started at log positions a@2 b@3)"]
     assert check({"check": "order", "events": ["finished:b", "finished:a"]}, TWO) == []
     assert "came before" in check({"check": "order", "events": ["finished:a", "started:b"]},
                                   TWO)[0]

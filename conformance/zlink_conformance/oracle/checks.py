@@ -30,7 +30,8 @@ from ..protocol.wire import (
 )
 from .log import CaseLog
 
-__all__ = ["CHECK_FIELDS", "STATUSES", "Check", "CheckContext", "match_reply", "parse_check"]
+__all__ = ["CHECK_FIELDS", "KIND_REASONS", "STATUSES", "Check", "CheckContext", "explain",
+           "match_reply", "parse_check"]
 
 # What a ``status`` check may expect of a work: never seen, rejected, a live work's wire
 # status, or the event that ended it.
@@ -63,6 +64,46 @@ CHECK_FIELDS: Final[Mapping[str, Mapping[str, str]]] = {
 }
 
 
+# What each kind of check demands, in one sentence: the reason a failing check gives
+# when its case states no ``why`` of its own.
+KIND_REASONS: Final[Mapping[str, str]] = {
+    "status": "each named work must have reached exactly this status by this point of the log",
+    "order": "these events must appear in the log in exactly this order",
+    "start_order": "these works must start in exactly this order, which the rule fixes",
+    "overlap": "every pair of these works must be in progress at the same time at some "
+               "point, which the rule allows and the case's gates force",
+    "no_overlap": "no two of these works may ever be in progress at the same time",
+    "rejected": "this submission must be refused for exactly this reason, with nothing "
+                "inserted",
+    "errors": "the work's script ops must raise exactly these errors, in this order",
+    "waited": "the work's synchronous wait must return with exactly this outcome",
+    "snapshots": "the work must see exactly these state snapshots, in this order",
+    "events": "the work must report exactly this sequence of events",
+    "failed": "the work must end failed, with exactly this message",
+    "waiter": "the waiter must be in exactly this state, reporting exactly these results",
+    "zombies": "exactly these works must have been made zombies",
+    "surface": "the entry points must be exactly the spec's, none taking anything that "
+               "could pick a queue",
+    "members": "no public member of a coordinator may hand out one of its queues",
+    "admitted": "exactly this many of the racing submissions must be admitted, the others "
+                "refused for this reason",
+    "reply": "the command's reply must report exactly these values",
+}
+
+
+def explain(rule: str, rule_text: str, why: str, problem: str) -> str:
+    """One failure message: the rule's ID, what the rule demands, what was seen instead
+    and why the case expects otherwise (``[SE-6.5] seen...; rule: ...; why: ...``)."""
+    if not rule:
+        return f"{problem} ({why})" if why else problem
+    text = f"[{rule}] {problem}"
+    if rule_text:
+        text += f"; rule {rule}: {rule_text.rstrip('.')}"
+    if why:
+        text += f"; why: {why.rstrip('.')}"
+    return text
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class CheckContext:
     """What a check may consult besides the log: the adapter's handshake."""
@@ -77,6 +118,8 @@ class Check:
     kind: str
     fields: Mapping[str, Any]
     why: str = ""
+    rule: str = ""  # the rule the check observes (the loader fills in the case's first)
+    rule_text: str = ""  # what that rule demands, in one sentence (from the catalogue)
 
     def works(self) -> list[str]:
         """Every work name the check mentions (the loader checks they exist)."""
@@ -98,9 +141,7 @@ class Check:
     def evaluate(self, log: CaseLog, ctx: CheckContext) -> list[str]:
         """Failure messages (empty when the expectation holds)."""
         problems = _EVALUATORS[self.kind](self.fields, log, ctx)
-        if problems and self.why:
-            problems = [f"{p} ({self.why})" for p in problems]
-        return problems
+        return [explain(self.rule, self.rule_text, self.why, p) for p in problems]
 
     def describe(self) -> str:
         """A short text of the check for reports."""
@@ -167,10 +208,11 @@ def parse_check(obj: Any, where: str) -> tuple[Check | None, list[str]]:
         return None, [f"{where}: unknown check {kind!r} (checks: {', '.join(CHECK_FIELDS)})"]
     problems = []
     for key in obj:
-        if key not in table and key not in ("check", "why"):
+        if key not in table and key not in ("check", "why", "rule"):
             problems.append(f"{where}: check {kind!r} has no field {key!r}")
-    if "why" in obj and not isinstance(obj["why"], str):
-        problems.append(f"{where}: 'why' must be a string")
+    for key in ("why", "rule"):
+        if key in obj and not isinstance(obj[key], str):
+            problems.append(f"{where}: {key!r} must be a string")
     for key, spec in table.items():
         if key not in obj:
             if spec.startswith("!"):
@@ -181,8 +223,8 @@ def parse_check(obj: Any, where: str) -> tuple[Check | None, list[str]]:
             problems.append(f"{where}: {problem}")
     if problems:
         return None, problems
-    fields = {k: v for k, v in obj.items() if k not in ("check", "why")}
-    return Check(kind, fields, obj.get("why", "")), []
+    fields = {k: v for k, v in obj.items() if k not in ("check", "why", "rule")}
+    return Check(kind, fields, obj.get("why", ""), obj.get("rule", "")), []
 
 
 # --------------------------------------------------------------------- evaluators
@@ -222,7 +264,9 @@ def _start_order(f: Mapping[str, Any], log: CaseLog, ctx: CheckContext) -> list[
         starts.append((pos, work))
     actual = [w for _, w in sorted(starts)]
     if actual != list(f["works"]):
-        return [f"expected start order {' '.join(f['works'])}, got {' '.join(actual)}"]
+        seen = " ".join(f"{w}@{p}" for p, w in sorted(starts))
+        return [f"expected start order {' '.join(f['works'])}, got {' '.join(actual)} "
+                f"(started at log positions {seen})"]
     return []
 
 

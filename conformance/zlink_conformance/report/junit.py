@@ -4,10 +4,13 @@ adapter problem an <error>, a missing capability <skipped>."""
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from ..runner.suite import SuiteReport
+from ..runner.suite import CaseResult, SuiteReport
+
+_RULE = re.compile(r"\[(?:[A-Za-z]+ )*((?:SE|SD|D|AP)-[0-9]+(?:\.[0-9]+)?)\]")
 
 __all__ = ["junit_xml", "write_junit"]
 
@@ -44,7 +47,8 @@ def junit_xml(report: SuiteReport) -> str:
                 "message": f"unexpected pass: listed as a known failure "
                            f"({result.expected_failure})"})
         elif result.status == "failed":
-            ET.SubElement(case, "failure", {"message": first}).text = text
+            ET.SubElement(case, "failure", {"message": first,
+                                            "type": failure_rule(result)}).text = text
         elif result.status == "error":
             ET.SubElement(case, "error", {"message": first}).text = text
         elif result.status == "skipped":
@@ -52,6 +56,16 @@ def junit_xml(report: SuiteReport) -> str:
         ET.SubElement(case, "system-out").text = "rules: " + ", ".join(result.case.rules)
     ET.indent(suite)
     return ET.tostring(suite, encoding="unicode", xml_declaration=True) + "\n"
+
+
+def failure_rule(result: CaseResult) -> str:
+    """The rule a failed case broke first: the ``[RULE]`` its first message names (a
+    check's rule, an invariant's or the model's), else the case's first rule."""
+    for message in result.messages:
+        found = _RULE.search(message)
+        if found:
+            return found.group(1)
+    return result.case.rules[0]
 
 
 def write_junit(report: SuiteReport, path: str | Path) -> None:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ..catalog import Case, Catalogue, Command, _Builder
-from ..oracle.checks import Check, CheckContext, match_reply
+from ..oracle.checks import Check, CheckContext, explain, match_reply
 from ..oracle.invariants import WorkInfo, check_invariants
 from ..oracle.log import CaseLog
 from ..oracle.model import Divergence, check_model
@@ -185,8 +185,9 @@ def _case_checks(case: Case, sequence: Sequence[Mapping[str, Any]], log: CaseLog
         if isinstance(step, Command) and step.expect is not None:
             reply = log.entries[reply_at[number]][1]
             fields = {k: v for k, v in reply.items() if k not in ("re", "ok")}
-            out += [f"steps[{i}] {p}" for p in match_reply(step.expect, fields,
-                                                           f"{step.name} reply")]
+            out += [f"steps[{i}] {step.name} reply: "
+                    f"{explain(step.rule, step.rule_text, step.why, p)}"
+                    for p in match_reply(step.expect, fields, f"{step.name} reply")]
     if len(sent) == len(expected):
         for i, check in enumerate(case.expect):
             out += [f"expect[{i}] {check.kind}: {p}" for p in check.evaluate(log, ctx)]

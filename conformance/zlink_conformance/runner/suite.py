@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ..catalog import Case, Command
-from ..oracle.checks import Check, CheckContext, match_reply
+from ..oracle.checks import Check, CheckContext, explain, match_reply
 from ..oracle.invariants import check_invariants
 from ..oracle.log import CaseLog
 from ..oracle.model import Divergence, check_model
@@ -334,7 +334,9 @@ class Runner:
             if isinstance(step, Command) and step.expect is not None:
                 problems = match_reply(step.expect, dict(reply.fields), f"{step.name} reply")
                 if problems:
-                    return "failed", [f"steps[{i}] {p}" for p in problems]
+                    return "failed", [f"steps[{i}] {step.name} reply: "
+                                      f"{explain(step.rule, step.rule_text, step.why, p)}"
+                                      for p in problems]
         _, reply = send({"cmd": "settle"})
         if not reply.ok:
             return "error", [f"final settle refused: {reply.error_kind}: {reply.error_message}"]
