@@ -79,6 +79,11 @@ def configure(p: argparse.ArgumentParser, host: Host = KIT) -> None:
                        metavar="SECONDS",
                        help="wall-clock bound of the adapter's start, up to its reply to "
                             "hello (default %(default)s)")
+    run_p.add_argument("--strict-settle", type=float, default=0.0, metavar="SECONDS",
+                       help="after every settle reply, wait this long and count any event "
+                            "that still comes as an early settle, an adapter fault (AP-5); "
+                            "catches a multi-threaded adapter that settles too early "
+                            "(default: off; the confirming settle always runs)")
     run_p.add_argument("--json", type=Path, metavar="FILE",
                        help="write a JSON report (every case with its verdict and time_s)")
     run_p.add_argument("--junit", type=Path, metavar="FILE", help="write a JUnit XML report")
@@ -188,6 +193,9 @@ def run(args: argparse.Namespace) -> int:
     if args.repeat < 1:
         print(f"{prog}: --repeat must be at least 1", file=sys.stderr)
         return 2
+    if args.strict_settle < 0:
+        print(f"{prog}: --strict-settle must not be negative", file=sys.stderr)
+        return 2
     known: dict[str, str] = {}
     if args.expect_fail is not None:
         try:
@@ -206,7 +214,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             with Runner(argv, timeout=args.timeout, handshake_timeout=args.handshake_timeout,
                         transcripts=args.transcripts if number == 1 else None,
-                        known_failures=known) as runner:
+                        known_failures=known, strict_settle=args.strict_settle) as runner:
                 report = runner.run(cases, reporter)
         except SuiteAbortedError as exc:
             print(f"{prog}: {exc.message}", file=sys.stderr)

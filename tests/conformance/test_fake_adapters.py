@@ -27,7 +27,8 @@ THREE = ["required_SE_10_02_per_actor_long_work_on_two_actors_overlaps",
     ("missing_field", "event 'started' needs field 'owner'", True),
     ("wrong_reply", "a reply to command 9999", True),
     ("refuse", "the adapter refused it: unsupported: this fake refuses to settle", False),
-    ("late_event", "the adapter wrote 1 event(s) after the previous case's last settle", False),
+    ("late_event", "adapter fault [AP-6] 1 event(s) of this case came after its last settle "
+                   "had answered", False),
 ])
 def test_a_misbehaving_adapter_fails_only_the_case_it_broke(
     catalogue: Catalogue, fault: str, message: str, restart: bool,
@@ -43,6 +44,35 @@ def test_a_misbehaving_adapter_fails_only_the_case_it_broke(
     assert report.restarts == (1 if restart else 0)
     if fault == "crash":
         assert "fake adapter: crash on purpose" in broken.stderr_tail
+
+
+@pytest.mark.parametrize(("fault", "rule", "seen", "strict"), [
+    ("early_settle", "AP-5", "steps[3]: 1 event(s) came after the reply to settle@12 "
+                             "(started:b)", 0.0),
+    ("late_thread", "AP-5", "1 event(s) came after the reply to settle@13 (finished:a)", 0.5),
+    ("late_event", "AP-6", "1 event(s) of this case came after its last settle had answered, "
+                           "before the reply to the reset that ends it (finished:a)", 0.0),
+    ("accepted_after_started", "AP-7", "a: accepted@8 was written after started@7", 0.0),
+])
+def test_AP_5_6_7_protocol_faults_are_adapter_faults_of_the_case_that_caused_them(
+    catalogue: Catalogue, fault: str, rule: str, seen: str, strict: float,
+) -> None:
+    """The runtime behind the fake is the correct reference: the case the adapter broke is
+    an error naming the protocol rule, never a failure of a runtime rule, and the cases
+    around it pass (nothing is charged to the next case)."""
+    cases = select(catalogue, THREE)
+    with Runner(fake("misbehaving"), env=child_env(FAKE_FAULT=fault), timeout=10,
+                strict_settle=strict) as runner:
+        report = runner.run(cases)
+    assert [r.status for r in report.results] == ["passed", "error", "passed"]
+    broken = report.results[1]
+    assert broken.messages[0].startswith(f"adapter fault [{rule}] "), broken.messages
+    assert seen in broken.messages[0]
+    assert f"protocol rule {rule}: " in broken.messages[0]
+    assert "specs/adapter-protocol.md" in broken.messages[0]
+    assert not any(m.startswith("[model") or " D-11]" in m or "SE-6.5" in m
+                   for m in broken.messages), broken.messages
+    assert broken.divergence is None and report.restarts == 0
 
 
 def test_a_hung_adapter_is_an_error_of_its_case_after_the_timeout(catalogue: Catalogue) -> None:

@@ -268,6 +268,21 @@ class AdapterProcess:
                                  f"but the runner waits for {ident}")
             return ident, msg
 
+    def quiet(self, seconds: float, on_event: Callable[[Event], None]) -> None:
+        """Wait ``seconds`` with no command in flight, passing every event that comes to
+        ``on_event`` (``--strict-settle``: after a settle, nothing may come)."""
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            try:
+                msg = self._next_message(end, "nothing (a quiet period after settle)")
+            except AdapterHungError:
+                return
+            if isinstance(msg, Reply):
+                raise self._fail(AdapterProtocolError,
+                                 f"adapter stdout line {msg.line}: a reply to command "
+                                 f"{msg.re} while no command was in flight")
+            on_event(msg)
+
     def hello(self, deadline: float) -> Handshake:
         """The handshake: must be the adapter's first message."""
         ident = self.send({"cmd": "hello", "protocol": PROTOCOL_VERSION})

@@ -30,7 +30,8 @@ from ..oracle.checks import Check, CheckContext, explain, match_reply
 from ..oracle.invariants import check_invariants
 from ..oracle.log import CaseLog
 from ..oracle.model import Divergence, check_model
-from ..protocol.wire import Event
+from ..protocol.faults import adapter_fault, first_events, verdict_order_faults
+from ..protocol.wire import Event, Reply
 from .process import AdapterError, AdapterProcess, Handshake, HandshakeError, WireTap
 
 __all__ = [
@@ -188,8 +189,13 @@ class Runner:
                  env: Mapping[str, str] | None = None, transcripts: Path | None = None,
                  wire_tap: WireTap | None = None,
                  handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
-                 known_failures: Mapping[str, str] | None = None) -> None:
+                 known_failures: Mapping[str, str] | None = None,
+                 strict_settle: float = 0.0) -> None:
         self.argv = list(argv)
+        self.strict_settle = strict_settle
+        # The reply to the reset that readied the adapter for the next case (sent at the
+        # end of the case before, so what that case leaves is charged to it), or None.
+        self._reset_reply: Reply | None = None
         self.known_failures = dict(known_failures or {})
         self.wire_tap = wire_tap
         self.handshake_timeout = handshake_timeout
@@ -211,6 +217,7 @@ class Runner:
     def _launch(self) -> Handshake:
         adapter = AdapterProcess(self.argv, env=self.env, wire_tap=self.wire_tap)
         self._adapter = adapter
+        self._reset_reply = None
         adapter.start()
         try:
             handshake = adapter.hello(time.monotonic() + self.handshake_timeout)
@@ -276,6 +283,10 @@ class Runner:
             adapter = self._ready_adapter()
             status, messages = self._execute(adapter, case, log, t0 + self.timeout)
             tail: list[str] = []
+            if status in ("passed", "failed"):
+                faults = verdict_order_faults(log.events)
+                if faults:
+                    status, messages = "error", faults
         except AdapterError as exc:
             if self._adapter is not None:
                 self._adapter.kill()
@@ -288,11 +299,65 @@ class Runner:
             if divergence is not None:
                 status = "failed"
                 messages.append(divergence.message())
+        if self._adapter is not None:
+            late = self._close_case(t0 + self.timeout)
+            if late is not None and status == "error":
+                messages.append(late)
+            elif late is not None:
+                status, messages, tail = "error", [late], self._adapter_tail()
+                divergence = None
         result = CaseResult(case, status, time.monotonic() - t0, messages, tail, log,
                             divergence, undecided, self.known_failures.get(case.id))
         if self.transcripts is not None:
             self._write_transcript(result)
         return result
+
+    def _adapter_tail(self) -> list[str]:
+        return self._adapter.stderr_tail() if self._adapter is not None else []
+
+    def _close_case(self, deadline: float) -> str | None:
+        """End the case with the ``reset`` that readies the adapter for the next one: an
+        event written before its reply is still this case's, and breaks AP-6 (this
+        case's settle had answered). Returns that fault's message, or None."""
+        assert self._adapter is not None
+        late: list[Event] = []
+        try:
+            _, reply = self._adapter.request({"cmd": "reset"}, deadline, late.append)
+        except AdapterError as exc:
+            self._adapter.kill()
+            self._adapter = None
+            return f"after the case, at the reset that ends it: {exc.message}"
+        self._reset_reply = reply if reply.ok else None
+        if late:
+            return adapter_fault("AP-6", f"{len(late)} event(s) of this case came after its "
+                                         f"last settle had answered, before the reply to the "
+                                         f"reset that ends it ({first_events(late)})")
+        if not reply.ok:
+            return f"reset refused: {reply.error_kind}: {reply.error_message}"
+        return None
+
+    def _settle(self, adapter: AdapterProcess, log: CaseLog, deadline: float, where: str
+                ) -> tuple[int, Reply, str | None]:
+        """``settle``, then (in strict mode) a quiet period, then a confirming ``settle``:
+        an event before the confirmation's reply means the first one answered early
+        (AP-5), an adapter fault of this case. The confirmation is not part of the log."""
+        log.sent({"cmd": "settle"})
+        ident, reply = adapter.request({"cmd": "settle"}, deadline, log.record_event)
+        log.reply(reply)
+        if not reply.ok:
+            return ident, reply, None
+        early: list[Event] = []
+        if self.strict_settle > 0:
+            adapter.quiet(min(self.strict_settle, max(deadline - time.monotonic(), 0.0)),
+                          early.append)
+        adapter.request({"cmd": "settle"}, deadline, early.append)
+        if early:
+            return ident, reply, adapter_fault(
+                "AP-5", f"{where}: {len(early)} event(s) came after the reply to settle@"
+                        f"{len(log) - 1} ({first_events(early)}): the settle answered while "
+                        f"work could still progress, so the log it closed is not the "
+                        f"runtime's settled state")
+        return ident, reply, None
 
     def _execute(self, adapter: AdapterProcess, case: Case, log: CaseLog, deadline: float
                  ) -> tuple[str, list[str]]:
@@ -306,15 +371,18 @@ class Runner:
             log.reply(reply)
             return ident, reply
 
-        stray: list[Event] = []
         log.sent({"cmd": "reset"})
-        _, reply = adapter.request({"cmd": "reset"}, deadline, stray.append)
+        reply = self._reset_reply
+        self._reset_reply = None
+        if reply is None:  # a fresh adapter: nothing of an earlier case can come now
+            stray: list[Event] = []
+            _, reply = adapter.request({"cmd": "reset"}, deadline, stray.append)
+            if stray:
+                log.reply(reply)
+                return "error", [adapter_fault(
+                    "AP-6", f"{len(stray)} event(s) before the reply to the first reset "
+                            f"({first_events(stray)})")]
         log.reply(reply)
-        if stray:
-            return "error", [f"the adapter wrote {len(stray)} event(s) after the previous "
-                             f"case's last settle had answered (first: "
-                             f"{stray[0].to_json()}); settle must answer only when nothing "
-                             f"can progress without further input"]
         if not reply.ok:
             return "error", [f"reset refused: {reply.error_kind}: {reply.error_message}"]
         number = 0
@@ -326,7 +394,12 @@ class Runner:
                         + check_invariants(log, _renumbered(case, ids))
                 continue
             number += 1
-            ident, reply = send(step.message)
+            if step.name == "settle":
+                ident, reply, early = self._settle(adapter, log, deadline, f"steps[{i}]")
+                if early is not None:
+                    return "error", [early]
+            else:
+                ident, reply = send(step.message)
             ids[number] = ident
             if not reply.ok:
                 return "error", [f"steps[{i}] {step.name}: the adapter refused it: "
@@ -337,9 +410,11 @@ class Runner:
                     return "failed", [f"steps[{i}] {step.name} reply: "
                                       f"{explain(step.rule, step.rule_text, step.why, p)}"
                                       for p in problems]
-        _, reply = send({"cmd": "settle"})
+        _, reply, early = self._settle(adapter, log, deadline, "the final settle")
         if not reply.ok:
             return "error", [f"final settle refused: {reply.error_kind}: {reply.error_message}"]
+        if early is not None:
+            return "error", [early]
         messages = []
         for i, check in enumerate(case.expect):
             messages += [f"expect[{i}] {check.kind}: {p}" for p in check.evaluate(log, ctx)]

@@ -2,13 +2,22 @@
 
 FAKE_FAULT names what goes wrong; it strikes at the first settle of case number FAKE_CASE
 (default 2) of this process, counted by its reset commands. A restarted process counts
-again from 1, so the cases after a failure run normally.
+again from 1, so the cases after a failure run normally. Protocol faults of the adapter
+(AP rules of specs/adapter-protocol.md) that leave the runtime correct:
+
+- ``early_settle``: that settle answers without letting anything run (AP-5);
+- ``late_thread``: after that settle answered, an event comes 0.3 s later (AP-5, seen
+  only by a quiet period: ``--strict-settle``);
+- ``late_event``: an event of case FAKE_CASE written at the reset that ends it (AP-6);
+- ``accepted_after_started``: in case FAKE_CASE every ``accepted`` is written after the
+  work's ``started`` (AP-7).
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import threading
 import time
 from typing import Any
 
@@ -20,19 +29,41 @@ class Misbehaving(ReferenceAdapter):
         super().__init__(sys.stdin.buffer, sys.stdout.buffer, sys.stderr)
         self.resets = 0
         self.struck = False
+        self.fault = os.environ.get("FAKE_FAULT", "")
+        self.case = int(os.environ.get("FAKE_CASE", "2"))
+        self.held: dict[str, dict[str, Any]] = {}
+
+    def emit(self, event: str, **fields: Any) -> None:
+        if self.fault != "accepted_after_started" or self.resets != self.case:
+            super().emit(event, **fields)
+            return
+        if event == "accepted":
+            self.held[fields["work"]] = fields
+            return
+        super().emit(event, **fields)
+        if event == "started" and fields["work"] in self.held:
+            super().emit("accepted", **self.held.pop(fields["work"]))
 
     def _run_command(self, name: Any, cmd: dict[str, Any]) -> dict[str, Any]:
         if name == "reset":
             self.resets += 1
-            if os.environ.get("FAKE_FAULT") == "late_event" and self.resets == int(
-                    os.environ.get("FAKE_CASE", "2")):
-                # an event of the previous case, after its last settle answered
+            if self.fault == "late_event" and self.resets == self.case + 1:
+                # an event of case FAKE_CASE, after its last settle answered
                 self._out.write(b'{"event":"finished","work":"a","owner":"S/actor:A"}\n')
-        if name == "settle" and not self.struck and self.resets == int(
-                os.environ.get("FAKE_CASE", "2")):
+        if name == "settle" and not self.struck and self.resets == self.case:
             self.struck = True
-            self.strike(os.environ["FAKE_FAULT"])
+            if self.fault == "early_settle":
+                return {"now_ms": self._case.clock.now()}
+            if self.fault == "late_thread":
+                threading.Thread(target=self.late_line, daemon=True).start()
+            elif self.fault not in ("late_event", "accepted_after_started"):
+                self.strike(self.fault)
         return super()._run_command(name, cmd)
+
+    def late_line(self) -> None:
+        time.sleep(0.3)
+        self._out.write(b'{"event":"finished","work":"a","owner":"S"}\n')
+        self._out.flush()
 
     def strike(self, fault: str) -> None:
         out = self._out

@@ -1,0 +1,62 @@
+"""The adapter's own obligations (``AP-`` rules of ``specs/adapter-protocol.md``) and how
+a breach of one is reported: as an adapter fault of the case that caused it, never as a
+rule break of the runtime and never charged to another case."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Final
+
+from .wire import Event
+
+__all__ = ["PROTOCOL_RULES", "adapter_fault", "first_events", "verdict_order_faults"]
+
+PROTOCOL_RULES: Final[Mapping[str, str]] = {
+    "AP-1": "Every line the adapter writes on stdout is one JSON object of the protocol: "
+            "a reply or an event.",
+    "AP-2": "Every command gets exactly one reply, to that command.",
+    "AP-3": "The reply to hello is the adapter's first line.",
+    "AP-4": "Every event of something that happened before a reply is written before that "
+            "reply.",
+    "AP-5": "settle answers only once nothing can progress without further input, so "
+            "nothing is written after its reply until a command gives new input (a "
+            "confirming settle sent right after it is answered with no event before it).",
+    "AP-6": "Everything of a case is written before the reply to the reset that ends it; "
+            "nothing of a case is written after that reply.",
+    "AP-7": "A submission's accepted or rejected event comes before any other event of "
+            "that work.",
+}
+
+
+def adapter_fault(rule: str, seen: str) -> str:
+    """One message: ``adapter fault [AP-5] what was seen; protocol rule AP-5: ...``."""
+    return (f"adapter fault [{rule}] {seen}; protocol rule {rule}: "
+            f"{PROTOCOL_RULES[rule].rstrip('.')} (specs/adapter-protocol.md)")
+
+
+def first_events(events: Sequence[Event], limit: int = 3) -> str:
+    """The first few events of a list, for a message."""
+    shown = ", ".join(f"{e.name}:{e.work}" if e.work else e.name for e in events[:limit])
+    more = f" and {len(events) - limit} more" if len(events) > limit else ""
+    return shown + more
+
+
+def verdict_order_faults(events: Sequence[tuple[int, Event]]) -> list[str]:
+    """AP-7: a work whose ``accepted``/``rejected`` came after another event of it. The
+    runtime cannot run a work it has not admitted; the adapter wrote the verdict late."""
+    first: dict[str, tuple[int, Event]] = {}
+    out = []
+    for pos, event in events:
+        work = event.work
+        if work is None or event.name in ("zombie_warning",):
+            continue
+        if work not in first:
+            first[work] = (pos, event)
+            continue
+        if event.name in ("accepted", "rejected"):
+            before_pos, before = first[work]
+            if before.name not in ("accepted", "rejected"):
+                out.append(adapter_fault(
+                    "AP-7", f"{work}: {event.name}@{pos} was written after "
+                            f"{before.name}@{before_pos}"))
+    return out
