@@ -158,11 +158,13 @@ def run(args: argparse.Namespace) -> int:
     adapter. A case needing a capability the adapter did not declare in its handshake is
     reported as skipped.
 
-    Exit status: 0 when every selected required case passed (a skipped required case counts
-    as not passed unless --allow-skips; a case listed in --expect-fail that fails counts as
-    passed), 1 otherwise, when repeated runs disagree, or when a case listed in --expect-fail
-    passes (an unexpected pass: remove the stale entry), 2 for bad arguments, invalid case
-    or known-failure files or an adapter that never completed the handshake.
+    Exit status follows the run's verdict (the "verdict:" line, the same in every report):
+    0 when no required case failed or errored, none was left unrun (unless --allow-skips),
+    no optional case that ran failed or errored (it ran because the adapter declared its
+    capabilities) and no case listed in --expect-fail passed (an unexpected pass: remove
+    the stale entry; a listed case that fails counts as neither passed nor failed); 1
+    otherwise or when repeated runs disagree; 2 for bad arguments, invalid case or
+    known-failure files or an adapter that never completed the handshake.
     The protocol is in specs/adapter-protocol.md, the guide for runtime authors in
     docs/conformance.md.
     """
@@ -224,6 +226,7 @@ def run(args: argparse.Namespace) -> int:
         except OSError as exc:
             print(f"{prog}: cannot run {argv!r}: {exc}", file=sys.stderr)
             return 2
+        report.allow_skips = args.allow_skips
         reports.append(report)
         if number > 1:
             print(f"run {number}: {report.count('passed')} passed, {report.count('failed')} "

@@ -1,25 +1,35 @@
 """pytest plugin: the conformance cases as pytest items.
 
     pytest --zlink-adapter "CMD" [--zlink-only ID] [--zlink-timeout S] [-k PATTERN]
+           [--zlink-expect-fail FILE] [--zlink-allow-skips] [--zlink-cases DIR]
 
 Each selected case becomes one item named by its case ID (so ``-k SE_10_02`` works and
 reports show the rule in the name), under the node ``zlink-conformance``. All items
 share one adapter process, started at the first item and shut down at the end of the
-session; a case that needs a capability the adapter did not declare is skipped with the
-reason. The plugin is registered through the ``pytest11`` entry point and does nothing at
-all unless ``--zlink-adapter`` is given, so installing the kit changes no other test run.
+session. Items end as the run's verdict counts them (the same as the CLI's exit status
+and JUnit): a required case that needs a capability the adapter did not declare fails
+(it is skipped with ``--zlink-allow-skips``), an optional one is skipped; a known failure
+(``--zlink-expect-fail``, the CLI's ``--expect-fail`` file) that fails is xfailed and one
+that passes fails; an optional case that ran and failed fails. An adapter that never
+starts is one error, of the first item; the others are skipped with the reason. The
+terminal summary ends with the run's ``verdict:`` line. The plugin is registered through
+the ``pytest11`` entry point and does nothing at all unless ``--zlink-adapter`` is
+given, so installing the kit changes no other test run.
 """
 
 from __future__ import annotations
 
 import shlex
+import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from .catalog import Case, CaseError, SelectionError, load_catalogue, select
-from .runner import DEFAULT_TIMEOUT, CaseResult, Runner, SuiteAbortedError
+from .known import KnownFailuresError, load_known_failures
+from .runner import DEFAULT_TIMEOUT, CaseResult, Runner, SuiteAbortedError, SuiteReport
 
 __all__ = ["ConformanceFailedError", "ConformanceItem"]
 
@@ -35,6 +45,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="only this case or rule ID (repeatable)")
     group.addoption("--zlink-cases", metavar="DIR", default=None,
                     help="read case files from DIR instead of the shipped ones")
+    group.addoption("--zlink-expect-fail", metavar="FILE", default=None,
+                    help="a TOML file of known failures, as the CLI's --expect-fail")
+    group.addoption("--zlink-allow-skips", action="store_true", default=False,
+                    help="required cases skipped for a missing capability do not fail")
     group.addoption("--zlink-timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
                     help="wall-clock bound of one case (default %(default)s)")
 
@@ -48,24 +62,41 @@ def pytest_configure(config: pytest.Config) -> None:
 class SharedRunner:
     """One adapter for every item of the session, started on first use."""
 
-    def __init__(self, command: str, timeout: float) -> None:
+    def __init__(self, command: str, timeout: float, known: dict[str, str],
+                 allow_skips: bool) -> None:
         self.argv = shlex.split(command)
-        self.runner = Runner(self.argv, timeout=timeout)
+        self.runner = Runner(self.argv, timeout=timeout, known_failures=known)
+        self.allow_skips = allow_skips
         self.started = False
         self.abort: str | None = None
+        self.aborted_at: str | None = None
+        self.results: list[CaseResult] = []
+        self.t0 = time.monotonic()
+
+    def start(self, nodeid: str) -> None:
+        """Start the adapter (in the first item's setup, so that a failure to start is
+        one error); after such a failure every later item is skipped with the reason."""
+        if self.abort is not None:
+            pytest.skip(f"not run: the adapter did not start (the error of {self.aborted_at})")
+        if self.started:
+            return
+        try:
+            self.runner.start()
+        except SuiteAbortedError as exc:
+            tail = "\n".join(f"  | {line}" for line in exc.stderr_tail)
+            self.abort = f"the adapter did not start: {exc.message}\n{tail}".rstrip()
+            self.aborted_at = nodeid
+            pytest.fail(self.abort, pytrace=False)
+        self.started = True
 
     def run(self, case: Case) -> CaseResult:
-        if self.abort is not None:
-            pytest.fail(self.abort, pytrace=False)
-        if not self.started:
-            try:
-                self.runner.start()
-            except SuiteAbortedError as exc:
-                tail = "\n".join(f"  | {line}" for line in exc.stderr_tail)
-                self.abort = f"the adapter did not start: {exc.message}\n{tail}".rstrip()
-                pytest.fail(self.abort, pytrace=False)
-            self.started = True
-        return self.runner.run_case(case)
+        result = self.runner.run_case(case)
+        self.results.append(result)
+        return result
+
+    def report(self) -> SuiteReport:
+        return SuiteReport(self.argv, self.runner.handshake, self.results,
+                           time.monotonic() - self.t0, self.runner.restarts, self.allow_skips)
 
     def stop(self) -> None:
         self.runner.stop()
@@ -99,10 +130,22 @@ class ConformanceItem(pytest.Item):
         self.case = case
         self.add_marker("zlink_conformance")
 
+    def setup(self) -> None:
+        self.config.stash[_RUNNER_KEY].start(self.nodeid)
+
     def runtest(self) -> None:
         shared = self.config.stash[_RUNNER_KEY]
         result = shared.run(self.case)
+        if result.outcome == "xfail":
+            pytest.xfail(f"known failure: {result.expected_failure}")
+        if result.outcome == "xpass":
+            pytest.fail(f"unexpected pass: {self.case.id} is listed as a known failure "
+                        f"({result.expected_failure}) but passes now; remove the entry",
+                        pytrace=False)
         if result.status == "skipped":
+            if self.case.required and not shared.allow_skips:
+                pytest.fail(f"required case not run: {'; '.join(result.messages)} (counts "
+                            f"as not passed; --zlink-allow-skips to allow)", pytrace=False)
             pytest.skip("; ".join(result.messages))
         if result.status != "passed":
             raise ConformanceFailedError(result)
@@ -138,7 +181,15 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         raise pytest.UsageError(f"zlink conformance: {exc}") from None
     if not shlex.split(command):
         raise pytest.UsageError("--zlink-adapter is empty")
-    config.stash[_RUNNER_KEY] = SharedRunner(command, config.getoption("zlink_timeout"))
+    known: dict[str, str] = {}
+    path = config.getoption("zlink_expect_fail")
+    if path:
+        try:
+            known = dict(load_known_failures(Path(path), catalogue).reasons)
+        except KnownFailuresError as exc:
+            raise pytest.UsageError(f"zlink conformance: --zlink-expect-fail {exc}") from None
+    config.stash[_RUNNER_KEY] = SharedRunner(command, config.getoption("zlink_timeout"),
+                                             known, config.getoption("zlink_allow_skips"))
     suite = ConformanceSuite.from_parent(session, name="zlink-conformance",
                                          nodeid="zlink-conformance", cases=cases)
     collected: list[pytest.Item | pytest.Collector] = list(suite.collect())
@@ -146,6 +197,20 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     config.hook.pytest_collectreport(
         report=pytest.CollectReport(suite.nodeid, "passed", None, [*collected]))
     items.extend(item for item in collected if isinstance(item, pytest.Item))
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int,
+                            config: pytest.Config) -> None:
+    """End with the run's verdict, the same line the CLI prints."""
+    shared = config.stash.get(_RUNNER_KEY, None)
+    if shared is None:
+        return
+    if shared.abort is not None:
+        terminalreporter.write_line(f"zlink conformance: {shared.abort.splitlines()[0]}")
+        return
+    verdict = shared.report().verdict()
+    terminalreporter.write_line(f"zlink conformance {verdict.line()}")
+    terminalreporter.write_line(f"zlink conformance: {verdict.conformance()}")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -274,12 +274,13 @@ def _case_section(result: CaseResult, expected: CaseLog | None) -> str:
 
 
 def html_report(report: SuiteReport, expected: Mapping[str, CaseLog] | None = None,
-                *, allow_skips: bool = False) -> str:
+                *, allow_skips: bool | None = None) -> str:
     """The whole page. ``expected`` maps case IDs to the reference runtime's log of the
     same case (the expected timeline); cases without one show only what was observed."""
     hs = report.handshake
     runtime = hs.name if hs is not None else "unknown runtime"
-    ok = report.success(allow_skips=allow_skips)
+    judged = report.verdict(allow_skips=allow_skips)
+    ok = judged.ok
     badges = "".join(f'<span class="{_e(o)}">{report.count_outcome(o)} {_e(o)}</span>'
                      for o in OUTCOMES if report.count_outcome(o) or o in ("passed", "failed"))
     shown = [r for r in report.results if r.outcome in ("failed", "error", "xpass")]
@@ -288,14 +289,15 @@ def html_report(report: SuiteReport, expected: Mapping[str, CaseLog] | None = No
     sections += "".join(_case_section(r, (expected or {}).get(r.case.id)) for r in known)
     others = "".join(f"<li>{_e(r.case.id)} ({_e(r.outcome)})</li>" for r in report.results
                      if r.outcome in ("passed", "skipped"))
-    verdict = "every required case passed" if ok else "NOT CONFORMING"
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
         f"<title>ZLink conformance: {_e(runtime)}</title><style>{CSS}</style></head><body>"
         f"<header><h1>ZLink conformance report</h1><p>runtime: {_e(runtime)}</p>"
         f"<p>adapter: {_e(' '.join(report.adapter))}</p>"
         f"<p>{len(report.results)} cases in {report.seconds:.2f} s</p></header><main>"
-        f'<p class="verdict {"passed" if ok else "failed"}">conformance: {_e(verdict)}</p>'
+        f'<p class="verdict {"passed" if ok else "failed"}">{_e(judged.line())}</p>'
+        f'<p class="verdict {"passed" if ok else "failed"}">conformance: '
+        f'{_e(judged.conformance())}</p>'
         f'<div class="badges">{badges}</div>'
         f"<h2>By rule</h2>{_rule_table(report)}"
         f"<h2>Cases that did not pass ({len(shown)})</h2>"
@@ -307,7 +309,7 @@ def html_report(report: SuiteReport, expected: Mapping[str, CaseLog] | None = No
 
 def write_html(report: SuiteReport, path: str | Path,
                expected: Mapping[str, CaseLog] | None = None, *,
-               allow_skips: bool = False) -> None:
+               allow_skips: bool | None = None) -> None:
     """Write the page to ``path``."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)

@@ -16,6 +16,7 @@ from .suite import (
     Runner,
     SuiteAbortedError,
     SuiteReport,
+    Verdict,
 )
 
 __all__ = [
@@ -32,4 +33,5 @@ __all__ = [
     "Runner",
     "SuiteAbortedError",
     "SuiteReport",
+    "Verdict",
 ]

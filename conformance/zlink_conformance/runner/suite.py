@@ -43,6 +43,7 @@ __all__ = [
     "Runner",
     "SuiteAbortedError",
     "SuiteReport",
+    "Verdict",
 ]
 
 DEFAULT_TIMEOUT = 10.0
@@ -114,6 +115,94 @@ class CaseResult:
         return out
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class Verdict:
+    """The run's verdict, the one definition every report prints (console, JSON, JUnit,
+    HTML, the pytest plugin) and the exit status follows.
+
+    The run passes when no required case failed or errored, no required case was left
+    unrun (unless skips are allowed), no optional case that ran failed or errored (an
+    optional case runs only when the adapter declares its capabilities, so its failure
+    is a defect in something the runtime claims) and no known failure passed. A known
+    failure that fails counts as neither passed nor failed."""
+
+    required: int
+    required_passed: int
+    required_not_run: int
+    required_failed: int
+    optional: int
+    optional_passed: int
+    optional_not_run: int
+    optional_failed: int
+    expected_failures: int
+    unexpected_passes: int
+    allow_skips: bool = False
+
+    @classmethod
+    def of(cls, results: Sequence[CaseResult], *, allow_skips: bool = False) -> Verdict:
+        """The verdict on these results."""
+        def n(required: bool, *outcomes: str) -> int:
+            return sum(1 for r in results if r.case.required == required
+                       and r.outcome in outcomes)
+        return cls(
+            required=sum(1 for r in results if r.case.required),
+            required_passed=n(True, "passed"), required_not_run=n(True, "skipped"),
+            required_failed=n(True, "failed", "error"),
+            optional=sum(1 for r in results if not r.case.required),
+            optional_passed=n(False, "passed"), optional_not_run=n(False, "skipped"),
+            optional_failed=n(False, "failed", "error"),
+            expected_failures=sum(1 for r in results if r.outcome == "xfail"),
+            unexpected_passes=sum(1 for r in results if r.outcome == "xpass"),
+            allow_skips=allow_skips)
+
+    @property
+    def ok(self) -> bool:
+        """The run passes (exit status 0)."""
+        return (self.required_failed == 0 and self.optional_failed == 0
+                and self.unexpected_passes == 0
+                and (self.allow_skips or self.required_not_run == 0))
+
+    def counts(self) -> str:
+        """Every count, in one fixed order."""
+        return (f"required {self.required_passed}/{self.required} passed, "
+                f"{self.required_not_run} not run, {self.required_failed} failed; "
+                f"optional {self.optional_passed}/{self.optional} passed, "
+                f"{self.optional_not_run} not run, {self.optional_failed} failed; "
+                f"{self.expected_failures} expected failure(s), "
+                f"{self.unexpected_passes} unexpected pass(es)")
+
+    def line(self) -> str:
+        """``verdict: PASS: required 69/69 passed, ...``"""
+        return f"verdict: {'PASS' if self.ok else 'FAIL'}: {self.counts()}"
+
+    def conformance(self) -> str:
+        """What the verdict means for the runtime, in words. "every required case
+        passed" only when every required case ran and passed."""
+        every = self.required_passed == self.required
+        if not self.ok:
+            if (self.required_failed == 0 and self.unexpected_passes == 0
+                    and (self.allow_skips or self.required_not_run == 0)):
+                return (f"NOT CONFORMING: {self.optional_failed} optional case(s) failed "
+                        f"(a capability the adapter declared does not work)")
+            return "NOT CONFORMING"
+        if every:
+            return "every required case passed"
+        parts = ["no required case failed"]
+        if self.required_not_run:
+            parts.append(f"{self.required_not_run} required case(s) did not run (allowed by "
+                         f"--allow-skips)")
+        if self.expected_failures:
+            parts.append(f"{self.expected_failures} known failure(s) failed as expected")
+        return "; ".join(parts)
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain data for the JSON report."""
+        data: dict[str, Any] = {f.name: getattr(self, f.name)
+                                for f in dataclasses.fields(self)}
+        data.update(ok=self.ok, line=self.line(), conformance=self.conformance())
+        return data
+
+
 @dataclasses.dataclass(slots=True)
 class SuiteReport:
     """Every verdict of one run."""
@@ -123,6 +212,7 @@ class SuiteReport:
     results: list[CaseResult]
     seconds: float
     restarts: int = 0
+    allow_skips: bool = False  # how the run was judged (--allow-skips)
 
     def count(self, status: str, *, required: bool | None = None) -> int:
         """How many cases ended with ``status`` (only required/optional ones if given)."""
@@ -137,14 +227,14 @@ class SuiteReport:
         """(case ID, status) for every case, in run order: what repeated runs compare."""
         return [(r.case.id, r.status) for r in self.results]
 
-    def success(self, *, allow_skips: bool = False) -> bool:
-        """Every selected required case passed (skipped ones count against unless
-        ``allow_skips``); a known failure that failed does not count against, a known
-        failure that passed does."""
-        bad = {"failed", "error"} if allow_skips else {"failed", "error", "skipped"}
-        if any(r.outcome == "xpass" for r in self.results):
-            return False  # a stale known-failure entry fails the run until it is removed
-        return not any(r.case.required and r.outcome in bad for r in self.results)
+    def verdict(self, *, allow_skips: bool | None = None) -> Verdict:
+        """The run's verdict (``Verdict``), by ``allow_skips`` or the report's own."""
+        allow = self.allow_skips if allow_skips is None else allow_skips
+        return Verdict.of(self.results, allow_skips=allow)
+
+    def success(self, *, allow_skips: bool | None = None) -> bool:
+        """The run passes: ``verdict().ok``."""
+        return self.verdict(allow_skips=allow_skips).ok
 
     def by_rule(self) -> dict[str, collections.Counter[str]]:
         """For each rule, how many of its cases ended with each outcome."""
@@ -163,6 +253,7 @@ class SuiteReport:
             "capabilities": list(hs.capabilities) if hs else [],
             "time_s": round(self.seconds, 3),
             "restarts": self.restarts,
+            "verdict": self.verdict().to_json(),
             "summary": {s: self.count(s) for s in STATUSES},
             "outcomes": {o: self.count_outcome(o) for o in OUTCOMES},
             "required": {s: self.count(s, required=True) for s in STATUSES},

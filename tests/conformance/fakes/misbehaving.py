@@ -11,6 +11,9 @@ again from 1, so the cases after a failure run normally. Protocol faults of the 
 - ``late_event``: an event of case FAKE_CASE written at the reset that ends it (AP-6);
 - ``accepted_after_started``: in case FAKE_CASE every ``accepted`` is written after the
   work's ``started`` (AP-7).
+
+FAKE_DROP names capabilities (comma-separated) left out of the handshake, so the cases
+needing them are not run.
 """
 
 from __future__ import annotations
@@ -32,6 +35,12 @@ class Misbehaving(ReferenceAdapter):
         self.fault = os.environ.get("FAKE_FAULT", "")
         self.case = int(os.environ.get("FAKE_CASE", "2"))
         self.held: dict[str, dict[str, Any]] = {}
+
+    def hello(self, cmd: dict[str, Any]) -> dict[str, Any]:
+        reply = super().hello(cmd)
+        drop = set(filter(None, os.environ.get("FAKE_DROP", "").split(",")))
+        reply["capabilities"] = [c for c in reply["capabilities"] if c not in drop]
+        return reply
 
     def emit(self, event: str, **fields: Any) -> None:
         if self.fault != "accepted_after_started" or self.resets != self.case:
@@ -56,7 +65,7 @@ class Misbehaving(ReferenceAdapter):
                 return {"now_ms": self._case.clock.now()}
             if self.fault == "late_thread":
                 threading.Thread(target=self.late_line, daemon=True).start()
-            elif self.fault not in ("late_event", "accepted_after_started"):
+            elif self.fault and self.fault not in ("late_event", "accepted_after_started"):
                 self.strike(self.fault)
         return super()._run_command(name, cmd)
 
