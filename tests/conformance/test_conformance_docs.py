@@ -66,3 +66,11 @@ def test_the_spec_lists_every_capability_and_invariant() -> None:
 def test_the_guide_lists_every_check() -> None:
     section = GUIDE.split("Checks (`why` is optional", 1)[1].split("Write checks", 1)[0]
     assert set(re.findall(r"^\| `([a-z_]+)`", section, re.M)) == set(CHECK_FIELDS)
+
+
+def test_AP_rules_the_protocol_spec_lists_every_adapter_obligation_the_runner_names() -> None:
+    from zlink_conformance.protocol.faults import PROTOCOL_RULES
+
+    table = SPEC.split("## Adapter obligations (AP rules)", 1)[1].split("\n## ", 1)[0]
+    rows = dict(re.findall(r"^\| (AP-\d+) \| (.+?) \|$", table, re.M))
+    assert rows == dict(PROTOCOL_RULES)
