@@ -154,6 +154,8 @@ def _held_keys() -> dict[tuple[str, str], tuple[set[str], set[str]]]:
                                         {"rejected", "waited", "failed"}),
         ("checks.py", "_EVALUATORS"): (set(checks._EVALUATORS) & WIRE_NAMES,
                                        {"rejected", "waited", "failed"}),
+        ("checks.py", "KIND_REASONS"): (set(checks.KIND_REASONS) & WIRE_NAMES,
+                                        {"rejected", "waited", "failed"}),
     }
 
 

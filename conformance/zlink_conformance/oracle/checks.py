@@ -475,6 +475,7 @@ _EVALUATORS: Final[Mapping[str, Evaluator]] = {
     "zombies": _zombies, "surface": _surface, "members": _members, "admitted": _admitted,
 }
 assert set(_EVALUATORS) == set(CHECK_FIELDS)
+assert set(KIND_REASONS) == {*CHECK_FIELDS, "reply"}
 
 
 def match_reply(expected: Any, actual: Any, path: str = "reply") -> list[str]:
