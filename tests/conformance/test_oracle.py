@@ -134,10 +134,11 @@ def test_status_and_per_work_checks() -> None:
     assert check({"check": "failed", "work": "a", "message": "x"}, TWO) != []
     assert check({"check": "errors", "work": "a", "kinds": []}, TWO) == []
     assert check({"check": "errors", "work": "a", "kinds": ["reentrancy"]}, TWO) != []
-    assert check({"check": "zombies", "works": ["a"]}, TWO) == ["expected zombies ['a'], got []"]
+    assert check({"check": "zombies", "works": ["a"]}, TWO) == [
+        "expected zombies ['a'], got [] (no zombie event)"]
     assert check({"check": "waiter", "waiter": "w", "returned": False}, TWO) == []
     assert check({"check": "waiter", "waiter": "w", "returned": True}, TWO) == [
-        "waiter w has not returned"]
+        "waiter w has not returned (no returned event in the 9 entries of the log)"]
 
 
 def test_surface_check_names_a_parameter_that_could_steer_the_queue() -> None:

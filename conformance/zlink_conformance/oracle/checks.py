@@ -337,9 +337,11 @@ def _waited(f: Mapping[str, Any], log: CaseLog, ctx: CheckContext) -> list[str]:
 
 def _snapshots(f: Mapping[str, Any], log: CaseLog, ctx: CheckContext) -> list[str]:
     work = f["work"]
-    seen = [dict(e.fields["values"]) for _, e in log.of(work) if e.name == "snapshot"]
+    found = [(pos, dict(e.fields["values"])) for pos, e in log.of(work) if e.name == "snapshot"]
+    seen = [values for _, values in found]
     if seen != list(f["values"]):
-        return [f"{work}: expected snapshots {f['values']}, got {seen}"]
+        where = " ".join(f"snapshot@{pos}" for pos, _ in found) or "no snapshot event"
+        return [f"{work}: expected snapshots {f['values']}, got {seen} ({where})"]
     return []
 
 
@@ -347,7 +349,8 @@ def _events(f: Mapping[str, Any], log: CaseLog, ctx: CheckContext) -> list[str]:
     work = f["work"]
     got = log.names(work)
     if got != list(f["events"]):
-        return [f"{work}: expected events {' '.join(f['events'])}, got {' '.join(got) or 'none'}"]
+        seen = " ".join(f"{e.name}@{pos}" for pos, e in log.of(work))
+        return [f"{work}: expected events {' '.join(f['events'])}, got {seen or 'none'}"]
     return []
 
 
@@ -362,12 +365,14 @@ def _failed(f: Mapping[str, Any], log: CaseLog, ctx: CheckContext) -> list[str]:
 
 def _waiter(f: Mapping[str, Any], log: CaseLog, ctx: CheckContext) -> list[str]:
     waiter = f["waiter"]
-    found = [e for _, e in log.named("returned") if e.fields.get("waiter") == waiter]
+    found = [(pos, e) for pos, e in log.named("returned") if e.fields.get("waiter") == waiter]
     if not f["returned"]:
-        return [f"waiter {waiter} returned, expected it still waiting"] if found else []
+        return [f"waiter {waiter} returned@{found[0][0]}, expected it still waiting"] \
+            if found else []
     if not found:
-        return [f"waiter {waiter} has not returned"]
-    got = found[0].fields
+        return [f"waiter {waiter} has not returned (no returned event in the {len(log)} "
+                f"entries of the log)"]
+    got = found[0][1].fields
     out = []
     if got.get("error") != f.get("error"):
         out.append(f"waiter {waiter}: expected error {f.get('error')}, got {got.get('error')}")
@@ -382,9 +387,13 @@ def _waiter(f: Mapping[str, Any], log: CaseLog, ctx: CheckContext) -> list[str]:
 
 
 def _zombies(f: Mapping[str, Any], log: CaseLog, ctx: CheckContext) -> list[str]:
-    got = sorted({e.fields["work"] for _, e in log.named("zombie")})
+    firsts: dict[str, int] = {}
+    for pos, e in log.named("zombie"):
+        firsts.setdefault(e.fields["work"], pos)
+    got = sorted(firsts)
     if got != sorted(f["works"]):
-        return [f"expected zombies {sorted(f['works'])}, got {got}"]
+        seen = " ".join(f"zombie:{w}@{firsts[w]}" for w in got) or "no zombie event"
+        return [f"expected zombies {sorted(f['works'])}, got {got} ({seen})"]
     return []
 
 
