@@ -258,11 +258,26 @@ def current_work() -> ZLinkWorkHandle[Any] | None:
     return _holder()
 
 
+def _turn_in_context() -> ZLinkWorkHandle[Any] | None:
+    """The work a wait started here waits on behalf of, while that work holds its turn:
+    the running synchronous work, or the async work of this context. Tasks inherit the
+    context of the code that made them, so a wait in a task the work started (directly,
+    or through ``wait_for``, ``shield``, ``gather``, ``as_completed``, a task group) is
+    the work's wait. Once the work gave its turn back (it ended, or yielded) the task's
+    wait is its own (SE-8.2, decision D-27)."""
+    if _sync_current is not None:
+        return cast("ZLinkWorkHandle[Any]", _sync_current)
+    rec = _async_current.get()
+    if rec is None or rec.phase != RUNNING:
+        return None
+    return rec
+
+
 def _check_reentrancy(target: ZLinkWorkHandle[Any], *, held_turn: bool) -> None:
     """SE-8.2: waiting, from work, for work that needs a turn or claim the waiter holds
     can never end; raise at the call instead. ``held_turn`` False means the waiter gave
     its turn back (a yield) and keeps only its claims."""
-    holder = _holder() if held_turn else _async_current.get()
+    holder = _turn_in_context() if held_turn else _async_current.get()
     if holder is None:
         return
     held = holder._gates if held_turn else holder._gates[1:]
@@ -699,6 +714,10 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
         core is given clock readings minus it, so the time budget counts the time the
         owner held the loop, not the time it waited behind other owners (D-13)."""
         global _sync_current
+        if _async_current.get() is not None:
+            # The drain role may have been posted from a work's task, whose context the
+            # callback copied: the works run here are no children of that work.
+            _async_current.set(None)
         core = self._core
         clock = self._rt.now
         now: Callable[[], float] = clock
