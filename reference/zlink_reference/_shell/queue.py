@@ -43,6 +43,7 @@ from zlink_model.queue import (
     CANCELLED,
     COMPLETED,
     FAILED,
+    MODE_CANCELLED,
     OUTCOME_NAMES,
     PHASE_NAMES,
     QUEUED,
@@ -56,6 +57,7 @@ from zlink_model.rules import APPLICATION_LANE, LIFECYCLE_LANE, Source
 
 from .clock import MonotonicClock, ZLinkClock
 from .scope import ScopeMixin, ScopeState, record_zombie_failure
+from .scope import log as zombie_log
 
 __all__ = [
     "ErrorHook",
@@ -851,6 +853,10 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
             except asyncio.CancelledError as exc:
                 cancel = cancel or exc
         if cancel is not None:
+            if self._core.mode == MODE_CANCELLED:
+                # The disposal's cancellation is delivered now, on the work's own turn.
+                self._watch_survivor(rec, cast("asyncio.Task[Any]", asyncio.current_task()),
+                                     None)
             raise cancel
         if error is not None:
             raise error
@@ -884,7 +890,46 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
                 continue
             task = getattr(handle, "_task", None)
             if task is not None and not task.done():
+                running = handle.phase == RUNNING
+                waiting_on = getattr(task, "_fut_waiter", None)
                 task.cancel()
+                if running:
+                    # A suspended work meets the cancellation when it resumes: _yield
+                    # watches it then.
+                    self._watch_survivor(handle, task, waiting_on)
+
+    def _watch_survivor(self, rec: ZLinkWorkHandle[Any], task: asyncio.Task[Any],
+                        waiting_on: object) -> None:
+        """SD-3a: after the cancellation reached ``rec``'s task, a work that is still live
+        and waits again (on anything but what it waited on when cancelled, still being
+        cancelled) did not end within its cancellation: it becomes a zombie, counted
+        and logged as one, and no longer keeps ``await_completion`` waiting."""
+        def check(_f: object = None) -> None:
+            if rec.done() or task.done():
+                return
+            waiter: asyncio.Future[Any] | None = getattr(task, "_fut_waiter", None)
+            if waiter is not None and waiter is waiting_on and not waiter.done():
+                # The cancellation is still on its way down (it awaits a task that is
+                # ending): look again once that ended and the work took its step.
+                waiter.add_done_callback(check)
+                return
+            if self._core.survive_cancel(rec):
+                zombie_log.warning(
+                    "work %s of %s did not end within its cancellation: a zombie now",
+                    rec.wid, self.name)
+                self._check_waiters()
+                # A SpotWide Actor work is one work: its record on the Actor queue, which
+                # holds the claim for this execution turn, is a zombie with it (D-21).
+                for gate in rec._gates[1:]:
+                    if not isinstance(gate, ZLinkSerialExecutionQueue):
+                        continue
+                    held = gate._core.current
+                    if (held is not None and held._aux is not None and held._aux.quiet
+                            and gate._core.mode == MODE_CANCELLED
+                            and gate._core.survive_cancel(held)):
+                        gate._check_waiters()
+
+        self._rt.loop.call_soon(check)
 
     def _report(self, rec: ZLinkWorkHandle[Any], exc: BaseException) -> None:
         hook = self._rt.error_hook
