@@ -21,6 +21,10 @@
 (*    -1). A later Dispose cancels the zombies too (SD-5).                 *)
 (*  - DisposeAfterTimeout: close now; the environment action               *)
 (*    ExpireTimeout later cancels whatever is left, as Dispose does.       *)
+(*  - SurviveCancel: a work of a cancelled scope had its cancellation      *)
+(*    delivered on its own turn and did not end within it (it caught the   *)
+(*    cancellation and waits again). It becomes a zombie (SD-3a): active   *)
+(*    -1, zombie +1; it keeps running and ends later as any zombie does.   *)
 (* Waiting (SD-3):                                                         *)
 (*  - AwaitCompletion starts a wait that returns (AwaitCompletionReturns)  *)
 (*    once no active work is left: zombies do not count.                   *)
@@ -29,7 +33,7 @@
 (*    work, zombies included (AwaitAfterCancellationReturns).              *)
 (*                                                                         *)
 (* Core transitions keep their names: Admit, Reject, TakeNext, Finish,     *)
-(* YieldTurn, Requeue, Cancel; the core's Close is part of every disposal  *)
+(* YieldTurn, Requeue, Cancel, SurviveCancel; the core's Close is part of every disposal  *)
 (* call (CloseScope). Environment actions: CallReturns (an external call   *)
 (* returns) and ExpireTimeout.                                             *)
 (*                                                                         *)
@@ -51,8 +55,8 @@
 (*  - Real time: the timeout is an environment action.                     *)
 (*                                                                         *)
 (* This module states the specification only. The deliberately broken     *)
-(* variant lives in MCDisposal.tla and replaces MarkZombies through its    *)
-(* .cfg.                                                                   *)
+(* variants live in MCDisposal.tla and replace MarkZombies or MarkSurvivor *)
+(* through their .cfg.                                                     *)
 (***************************************************************************)
 EXTENDS Integers, Sequences, FiniteSets
 
@@ -256,6 +260,24 @@ DisposeSafely ==
     /\ UNCHANGED <<line, current, phase, outcome, cancelReq, returned, yields, ends,
                    waitC, waitZ>>
 
+\* Marking a work that survived its cancellation a zombie (SD-3a): it leaves the
+\* active count for the zombie count (a zombie stays one).
+MarkSurvivor(w) ==
+    /\ zombie' = zombie \cup {w}
+    /\ active' = IF w \in zombie THEN active ELSE active - 1
+    /\ zombies' = IF w \in zombie THEN zombies ELSE zombies + 1
+
+(* SurviveCancel: the turn holder's cancellation is delivered on its turn   *)
+(* and it does not end: it waits again, holding its turn. The delivery is   *)
+(* spent (a later disposal may cancel it again); the work is a zombie.      *)
+SurviveCancel(w) ==
+    /\ current = w
+    /\ w \in cancelReq
+    /\ cancelReq' = cancelReq \ {w}
+    /\ MarkSurvivor(w)
+    /\ UNCHANGED <<line, current, phase, outcome, closed, mode, returned, yields, ends,
+                   acceptedAtClose, waitC, waitZ>>
+
 DisposeAfterTimeout ==
     /\ "timeout" \in Disposals
     /\ mode = "open"
@@ -306,6 +328,7 @@ Next ==
     \/ Admit \/ Reject \/ TakeNext
     \/ \E w \in Works : \/ \E o \in Outcomes : Finish(w, o)
                         \/ YieldTurn(w) \/ CallReturns(w) \/ Requeue(w) \/ Cancel(w)
+                        \/ SurviveCancel(w)
     \/ Dispose \/ DisposeSafely \/ DisposeAfterTimeout \/ ExpireTimeout
     \/ AwaitCompletion \/ AwaitCompletionReturns
     \/ AwaitAfterCancellation \/ AwaitAfterCancellationReturns
@@ -369,6 +392,12 @@ AwaitAfterCancellationWaitsForZombies ==
 (* cancellation is never left suspended with its external call pending.     *)
 CancellationOnOwnTurn ==
     \A w \in cancelReq : phase[w] = "suspended" => w \in returned
+
+(* SD-3a: once the scope is cancelled, an active work is one whose         *)
+(* cancellation has not been delivered yet; a live work that had it         *)
+(* delivered and did not end is a zombie, so AwaitCompletion never waits    *)
+(* for it.                                                                  *)
+SurvivorsAreZombies == mode = "cancelled" => ActiveWorks \subseteq cancelReq
 
 (* Liveness: every accepted work ends, zombies included, under Fairness.    *)
 AcceptedWorkCompletes ==

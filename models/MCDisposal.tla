@@ -4,7 +4,7 @@
 (* may yield once (so a work can be suspended or requeued when the scope   *)
 (* is disposed), work 2 runs in one go. Every disposal call is allowed.    *)
 (*                                                                         *)
-(* The end of the module holds the deliberately broken variant: named      *)
+(* The end of the module holds the deliberately broken variants: named     *)
 (* <Operator>Bug<Name>, it replaces <Operator> of Disposal.tla in the      *)
 (* configuration MCDisposal_<name>.cfg (Operator <- ...), which must       *)
 (* violate the invariant manifest.json names for it.                       *)
@@ -28,4 +28,10 @@ MarkZombiesBugDisposeSafelyCountsZombies ==
     /\ zombie' = zombie \cup Live
     /\ active' = active
     /\ zombies' = zombies + k
+
+\* survivor_stays_active: a work that catches its cancellation and waits again
+\* stays active (the behaviour before SD-3a was applied), so AwaitCompletion
+\* and the runtime end wait for it. Must violate SurvivorsAreZombies.
+MarkSurvivorBugSurvivorStaysActive(w) ==
+    UNCHANGED <<zombie, active, zombies>>
 =============================================================================

@@ -641,6 +641,17 @@ class TraceImage:
         self.mode = "cancelled"
         self._cancel_all()
 
+    def _survive_cancel(self, ev: TraceEvent) -> None:
+        w = self._work(ev)
+        if w is None:
+            return
+        if self.mode != "cancelled":
+            self._bad("WellFormedTrace", f"survive_cancel while the scope is {self.mode}")
+        if w.zombie:
+            self._bad("ZombiesCounted", f"work {w.wid} survives its cancellation as a zombie "
+                                        "already")
+        w.zombie = True
+
 
 _HANDLERS: Final[dict[str, Callable[[TraceImage, TraceEvent], None]]] = {
     "admit": TraceImage._admit,
@@ -658,6 +669,7 @@ _HANDLERS: Final[dict[str, Callable[[TraceImage, TraceEvent], None]]] = {
     "dispose": TraceImage._dispose,
     "dispose_safely": TraceImage._dispose_safely,
     "dispose_after_timeout": TraceImage._dispose_after_timeout,
+    "survive_cancel": TraceImage._survive_cancel,
     "expire_timeout": TraceImage._expire_timeout,
 }
 

@@ -819,6 +819,22 @@ class QueueCore(Generic[R]):
             observer(self.name, "dispose", {})
         return self._cancel_live()
 
+    def survive_cancel(self, rec: R) -> bool:
+        """SD-3a: a live work of a cancelled scope had its cancellation delivered and did
+        not end within it (it suspended again). It becomes a zombie (active -1, zombie
+        +1, SD-2), so waiting for active work no longer waits for it. Returns whether it
+        was marked now (a zombie stays one; a work that ended is left alone)."""
+        if self.mode != MODE_CANCELLED:
+            raise ZLinkProtocolError("survive_cancel", "SD-1", "the scope was not cancelled")
+        if rec.zombie or rec not in self.live_records():
+            return False
+        rec.zombie = True
+        self.zombies += 1
+        observer = self.config.observer
+        if observer is not None:
+            observer(self.name, "survive_cancel", {"work": _wid(rec)})
+        return True
+
     def dispose_after_timeout(self) -> None:
         """SD-1: close now; ``expire_timeout`` later cancels what is left. The shell
         owns the timer (none when nothing is live)."""

@@ -287,6 +287,8 @@ class QueueReplayer:
             core.dispose_after_timeout()
         elif name == "expire_timeout":
             core.expire_timeout()
+        elif name == "survive_cancel":
+            core.survive_cancel(self._rec(world, ev))
         else:
             raise _MismatchError(f"no transition is named {name!r}")
 

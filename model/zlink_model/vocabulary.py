@@ -116,6 +116,8 @@ TRANSITIONS: Final[tuple[Transition, ...]] = (
                "the scope closes; a timer will dispose what is left"),
     Transition("expire_timeout", "ExpireTimeout", (_DI,), (), ("SD-1",), (),
                "the timer of dispose_after_timeout fires: as dispose"),
+    Transition("survive_cancel", "SurviveCancel", (_DI,), (), ("SD-2", "SD-3"),
+               ("work",), "a cancelled work suspends again instead of ending: a zombie"),
 )
 
 EVENTS: Final[tuple[str, ...]] = tuple(t.event for t in TRANSITIONS)

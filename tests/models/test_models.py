@@ -269,7 +269,7 @@ def test_select_entries_takes_names_and_patterns() -> None:
 BUG_NAMES = {
     "drain_without_flag_check", "resume_skips_requeue", "admission_split",
     "lifecycle_ignores_burst", "spotwide_releases_claim_on_yield", "payload_reserved_twice",
-    "close_drops_accepted", "dispose_safely_counts_zombies",
+    "close_drops_accepted", "dispose_safely_counts_zombies", "survivor_stays_active",
 }
 
 

@@ -43,6 +43,7 @@ from zlink_model.queue import (
     CANCELLED,
     COMPLETED,
     FAILED,
+    MODE_CANCELLED,
     OUTCOME_NAMES,
     PHASE_NAMES,
     QUEUED,
@@ -56,6 +57,7 @@ from zlink_model.rules import APPLICATION_LANE, LIFECYCLE_LANE, Source
 
 from .clock import MonotonicClock, ZLinkClock
 from .scope import ScopeMixin, ScopeState, record_zombie_failure
+from .scope import log as zombie_log
 
 __all__ = [
     "ErrorHook",
@@ -258,11 +260,26 @@ def current_work() -> ZLinkWorkHandle[Any] | None:
     return _holder()
 
 
+def _turn_in_context() -> ZLinkWorkHandle[Any] | None:
+    """The work a wait started here waits on behalf of, while that work holds its turn:
+    the running synchronous work, or the async work of this context. Tasks inherit the
+    context of the code that made them, so a wait in a task the work started (directly,
+    or through ``wait_for``, ``shield``, ``gather``, ``as_completed``, a task group) is
+    the work's wait. Once the work gave its turn back (it ended, or yielded) the task's
+    wait is its own (SE-8.2, decision D-27)."""
+    if _sync_current is not None:
+        return cast("ZLinkWorkHandle[Any]", _sync_current)
+    rec = _async_current.get()
+    if rec is None or rec.phase != RUNNING:
+        return None
+    return rec
+
+
 def _check_reentrancy(target: ZLinkWorkHandle[Any], *, held_turn: bool) -> None:
     """SE-8.2: waiting, from work, for work that needs a turn or claim the waiter holds
     can never end; raise at the call instead. ``held_turn`` False means the waiter gave
     its turn back (a yield) and keeps only its claims."""
-    holder = _holder() if held_turn else _async_current.get()
+    holder = _turn_in_context() if held_turn else _async_current.get()
     if holder is None:
         return
     held = holder._gates if held_turn else holder._gates[1:]
@@ -699,6 +716,10 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
         core is given clock readings minus it, so the time budget counts the time the
         owner held the loop, not the time it waited behind other owners (D-13)."""
         global _sync_current
+        if _async_current.get() is not None:
+            # The drain role may have been posted from a work's task, whose context the
+            # callback copied: the works run here are no children of that work.
+            _async_current.set(None)
         core = self._core
         clock = self._rt.now
         now: Callable[[], float] = clock
@@ -832,6 +853,10 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
             except asyncio.CancelledError as exc:
                 cancel = cancel or exc
         if cancel is not None:
+            if self._core.mode == MODE_CANCELLED:
+                # The disposal's cancellation is delivered now, on the work's own turn.
+                self._watch_survivor(rec, cast("asyncio.Task[Any]", asyncio.current_task()),
+                                     None)
             raise cancel
         if error is not None:
             raise error
@@ -865,7 +890,46 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
                 continue
             task = getattr(handle, "_task", None)
             if task is not None and not task.done():
+                running = handle.phase == RUNNING
+                waiting_on = getattr(task, "_fut_waiter", None)
                 task.cancel()
+                if running:
+                    # A suspended work meets the cancellation when it resumes: _yield
+                    # watches it then.
+                    self._watch_survivor(handle, task, waiting_on)
+
+    def _watch_survivor(self, rec: ZLinkWorkHandle[Any], task: asyncio.Task[Any],
+                        waiting_on: object) -> None:
+        """SD-3a: after the cancellation reached ``rec``'s task, a work that is still live
+        and waits again (on anything but what it waited on when cancelled, still being
+        cancelled) did not end within its cancellation: it becomes a zombie, counted
+        and logged as one, and no longer keeps ``await_completion`` waiting."""
+        def check(_f: object = None) -> None:
+            if rec.done() or task.done():
+                return
+            waiter: asyncio.Future[Any] | None = getattr(task, "_fut_waiter", None)
+            if waiter is not None and waiter is waiting_on and not waiter.done():
+                # The cancellation is still on its way down (it awaits a task that is
+                # ending): look again once that ended and the work took its step.
+                waiter.add_done_callback(check)
+                return
+            if self._core.survive_cancel(rec):
+                zombie_log.warning(
+                    "work %s of %s did not end within its cancellation: a zombie now",
+                    rec.wid, self.name)
+                self._check_waiters()
+                # A SpotWide Actor work is one work: its record on the Actor queue, which
+                # holds the claim for this execution turn, is a zombie with it (D-21).
+                for gate in rec._gates[1:]:
+                    if not isinstance(gate, ZLinkSerialExecutionQueue):
+                        continue
+                    held = gate._core.current
+                    if (held is not None and held._aux is not None and held._aux.quiet
+                            and gate._core.mode == MODE_CANCELLED
+                            and gate._core.survive_cancel(held)):
+                        gate._check_waiters()
+
+        self._rt.loop.call_soon(check)
 
     def _report(self, rec: ZLinkWorkHandle[Any], exc: BaseException) -> None:
         hook = self._rt.error_hook

@@ -18,6 +18,8 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
+from zlink_model.queue import MODE_CANCELLED
+
 from .._shell.clock import MonotonicClock, ZLinkClock
 from .._shell.scope import ScopeMixin, ZombieInfo, scope_registry
 
@@ -75,7 +77,13 @@ class ZLinkRuntime:
             log.warning("runtime end: cancelling zombie work %s of %s (%s, %s)",
                         z.work, z.queue, z.label or "unlabelled", z.state)
         for s in self.scopes:
+            survivors = [(q, [r for r in q._core.live_records() if r.zombie])
+                         for q in s._scope_queues() if q._core.mode == MODE_CANCELLED]
             s.dispose()
+            # Zombies of a scope cancelled before (works that did not end within that
+            # cancellation, SD-3a) are cancelled once more, like every other zombie.
+            for q, recs in survivors:
+                q._cancel_delivery(recs)
         abandoned = tuple(await self._wait_zombies())
         for z in abandoned:
             log.error("runtime end: zombie work %s of %s did not end within %s ms after "
