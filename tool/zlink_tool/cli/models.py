@@ -4,7 +4,14 @@
   zlink models check --only NAME     one run (repeatable; shell patterns like 'SpotWide*')
   zlink models check --json FILE     also write a machine-readable report
   zlink models check --update        pin the new state counts and times in the manifest
+  zlink models check --counterexamples   print every run's counterexample (bug runs too)
+  zlink models check --html FILE     draw the counterexamples as per-queue timelines
+  zlink models check --tlc-workers N TLC's own worker threads in each run
   zlink models list                  the runs and what each must show
+
+A run that fails the wrong way prints its counterexample as the steps a person reads:
+each transition by its core name with the work it is about and the variables that
+changed, and the violated invariant with its rules.
 
 A run passes when TLC reaches the manifest's verdict (success, or the named invariant
 or property violated) with exactly the pinned numbers of distinct and total states.
@@ -18,8 +25,17 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
+from ..tla.counterexample import (
+    Counterexample,
+    InvariantInfo,
+    describe_invariant,
+    from_run,
+    overrides_of,
+    render,
+)
+from ..tla.counterexample import to_json as counterexample_json
 from ..tla.runner import (
     DEFAULT_TIMEOUT,
     CheckReport,
@@ -35,6 +51,7 @@ from ..tla.runner import (
     updated_manifest,
     write_manifest,
 )
+from ..tla.timeline import write_counterexamples_html
 from ._common import layout
 
 __all__ = ["configure", "run"]
@@ -54,7 +71,15 @@ def configure(p: argparse.ArgumentParser) -> None:
                        help="write the new counts and times into the manifest (runs "
                             "whose verdict is as expected only)")
     check.add_argument("--workers", type=int, default=2, metavar="N",
-                       help="TLC processes in parallel (default 2; each uses one worker)")
+                       help="runs in parallel: TLC processes at once (default 2)")
+    check.add_argument("--tlc-workers", type=int, default=1, metavar="N",
+                       help="TLC's own -workers: threads exploring one run (default 1, "
+                            "which keeps a violation's counts deterministic)")
+    check.add_argument("--counterexamples", action="store_true",
+                       help="print the counterexample of every run that has one, the "
+                            "expected failures of the bug runs too")
+    check.add_argument("--html", type=Path, metavar="FILE",
+                       help="write the counterexamples as per-queue timelines to FILE")
     check.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
                        help="give up on one run after this long (default %(default)s)")
     check.add_argument("-v", "--verbose", action="store_true",
@@ -130,16 +155,30 @@ def _check(manifest: Manifest, args: argparse.Namespace) -> int:
               f"{o.describe()}, {counts} ({result.seconds:.1f} s)", flush=True)
         for problem in result.problems:
             print(f"        {problem}", flush=True)
+        if not result.ok or args.counterexamples:
+            text = _counterexample_text(result, manifest)
+            if text:
+                print("\n".join("        " + line for line in text.splitlines()), flush=True)
         if args.verbose and not result.ok:
             for line in result.output.splitlines():
                 print(f"        | {line}")
 
     report = check_manifest(manifest, entries, workers=args.workers, java=java, jar=jar,
-                            timeout=args.timeout, on_done=progress)
+                            timeout=args.timeout, on_done=progress,
+                            tlc_workers=args.tlc_workers)
     _print_table(report, sys.stdout)
     if args.json is not None:
-        args.json.write_text(json.dumps(report.to_json(), indent=2) + "\n", encoding="utf-8")
+        data = report.to_json()
+        for run_data, result in zip(data["runs"], report.results, strict=True):
+            run_data["counterexample"] = _counterexample_data(result, manifest)
+        args.json.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
         print(f"report written to {args.json}")
+    if args.html is not None:
+        shown = [(r.entry.name, cex, _info(cex, manifest))
+                 for r in report.results
+                 if (cex := _counterexample(r)) is not None]
+        write_counterexamples_html(shown, args.html)
+        print(f"{len(shown)} counterexample(s) drawn in {args.html}")
     if args.update:
         write_manifest(manifest.path, updated_manifest(manifest, report.results))
         wrong = [r.entry.name for r in report.results if not r.verdict_ok]
@@ -147,6 +186,36 @@ def _check(manifest: Manifest, args: argparse.Namespace) -> int:
               + (f" (not for {', '.join(wrong)}: wrong verdict)" if wrong else ""))
         return 1 if wrong else 0
     return 0 if report.ok else 1
+
+
+def _counterexample(result: RunResult) -> Counterexample | None:
+    o = result.outcome
+    try:
+        return from_run(result.output, o.result, o.violated)
+    except ValueError:
+        return None  # a value this reader does not know: the table still says it all
+
+
+def _info(cex: Counterexample, manifest: Manifest) -> InvariantInfo | None:
+    if cex.violated is None:
+        return None
+    return describe_invariant(cex.violated, manifest.models_dir.parent)
+
+
+def _counterexample_text(result: RunResult, manifest: Manifest) -> str:
+    cex = _counterexample(result)
+    if cex is None:
+        return ""
+    return render(cex, _info(cex, manifest),
+                  overrides_of(manifest.models_dir, result.entry.config))
+
+
+def _counterexample_data(result: RunResult, manifest: Manifest) -> dict[str, Any] | None:
+    cex = _counterexample(result)
+    if cex is None:
+        return None
+    return counterexample_json(cex, _info(cex, manifest),
+                               overrides_of(manifest.models_dir, result.entry.config))
 
 
 def _print_table(report: CheckReport, out: TextIO) -> None:

@@ -500,8 +500,11 @@ def compare(entry: ManifestEntry, outcome: TlcOutcome) -> tuple[str, ...]:
     return tuple(problems)
 
 
-def tlc_command(java: str, jar: Path, entry: ManifestEntry, scratch: Path) -> list[str]:
-    """The TLC command line for one run; ``scratch`` is the run's own directory."""
+def tlc_command(java: str, jar: Path, entry: ManifestEntry, scratch: Path,
+                tlc_workers: int = 1) -> list[str]:
+    """The TLC command line for one run; ``scratch`` is the run's own directory.
+    ``tlc_workers`` is TLC's own ``-workers`` (threads exploring one run's state space;
+    1 keeps the counts of a violation deterministic)."""
     argv = [
         java,
         "-XX:+UseParallelGC",
@@ -509,7 +512,7 @@ def tlc_command(java: str, jar: Path, entry: ManifestEntry, scratch: Path) -> li
         "-cp",
         str(jar),
         "tlc2.TLC",
-        "-workers", "1",
+        "-workers", str(max(1, tlc_workers)),
         "-cleanup",
         "-metadir", str(scratch / "meta"),
         "-tool",
@@ -528,6 +531,7 @@ def run_entry(
     java: str,
     jar: Path,
     timeout: float = DEFAULT_TIMEOUT,
+    tlc_workers: int = 1,
 ) -> RunResult:
     """Run TLC for one entry in a scratch directory of its own and compare."""
     cfg_path = models_dir / entry.config
@@ -543,7 +547,7 @@ def run_entry(
         (scratch / "meta").mkdir()
         try:
             proc = subprocess.run(
-                tlc_command(java, jar, entry, scratch),
+                tlc_command(java, jar, entry, scratch, tlc_workers),
                 cwd=models_dir, capture_output=True, text=True, timeout=timeout,
             )
             output = proc.stdout + proc.stderr
@@ -611,8 +615,10 @@ def check_manifest(
     jar: Path | None = None,
     timeout: float = DEFAULT_TIMEOUT,
     on_done: Callable[[RunResult, int, int], None] | None = None,
+    tlc_workers: int = 1,
 ) -> CheckReport:
-    """Run the given entries (default: all) on ``workers`` parallel TLC processes.
+    """Run the given entries (default: all) on ``workers`` parallel TLC processes, each
+    with ``tlc_workers`` TLC worker threads.
 
     Longer runs start first (by the manifest's typical time) so two workers finish
     close together. ``on_done(result, index, count)`` is called as each run ends,
@@ -627,7 +633,8 @@ def check_manifest(
     results: dict[str, RunResult] = {}
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
         futures = [
-            pool.submit(run_entry, e, manifest.models_dir, java, jar, timeout) for e in order
+            pool.submit(run_entry, e, manifest.models_dir, java, jar, timeout, tlc_workers)
+            for e in order
         ]
         for done, future in enumerate(as_completed(futures), start=1):
             result = future.result()
