@@ -402,9 +402,11 @@ def describe_invariant(name: str, root: Path) -> InvariantInfo:
 
 
 def variant_overrides(cfg_text: str) -> list[tuple[str, str]]:
-    """The broken-variant substitutions of a configuration: ``(Op, OpBugName)``."""
-    return [(m.group(1), m.group(2))
-            for m in re.finditer(r"^\s*(\w+)\s*<-\s*(\w+Bug\w+)\s*$", cfg_text, re.M)]
+    """The broken-variant substitutions of a configuration: ``(Op, OpBugName)``, and
+    ``("INIT"|"NEXT", XBugName)`` for a variant that brings its own Init or Next."""
+    return [(m.group(1) or m.group(3), m.group(2) or m.group(4))
+            for m in re.finditer(r"^\s*(?:(\w+)\s*<-\s*(\w+Bug\w+)|(INIT|NEXT)\s+(\w+Bug\w+))"
+                                 r"\s*$", cfg_text, re.M)]
 
 
 # -------------------------------------------------------------------- rendering
