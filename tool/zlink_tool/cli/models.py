@@ -8,6 +8,8 @@
   zlink models check --html FILE     draw the counterexamples as per-queue timelines
   zlink models check --tlc-workers N TLC's own worker threads in each run
   zlink models list                  the runs and what each must show
+  zlink models serve NAME            one run on TLC's distributed server (workers join)
+  zlink models work HOST             TLC workers for the server at HOST
 
 A run that fails the wrong way prints its counterexample as the steps a person reads:
 each transition by its core name with the work it is about and the variables that
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any, TextIO
@@ -36,6 +39,9 @@ from ..tla.counterexample import (
     render,
 )
 from ..tla.counterexample import to_json as counterexample_json
+from ..tla.distributed import DEFAULT_PORT
+from ..tla.distributed import serve as serve_run
+from ..tla.distributed import work as work_for
 from ..tla.runner import (
     DEFAULT_TIMEOUT,
     CheckReport,
@@ -85,6 +91,38 @@ def configure(p: argparse.ArgumentParser) -> None:
     check.add_argument("-v", "--verbose", action="store_true",
                        help="print TLC's full output of every run that does not pass")
     sub.add_parser("list", help="list the runs and their expected verdicts")
+    serve = sub.add_parser(
+        "serve", help="run one run on TLC's distributed server; workers join over RMI",
+        description="Start TLC's own distributed server (tlc2.tool.distributed.TLCServer) "
+                    "on one run of the manifest and wait until the search ends. Workers "
+                    "join with `zlink models work HOST` from any machine that reaches "
+                    "this one; --local-workers starts some here. The verdict and the "
+                    "distinct-state count are held to the manifest.")
+    serve.add_argument("run", metavar="NAME", help="the run of the manifest")
+    serve.add_argument("--port", type=int, default=DEFAULT_PORT,
+                       help="the RMI registry's port (default %(default)s, TLC's)")
+    serve.add_argument("--advertise", metavar="ADDRESS",
+                       help="the address workers reach this machine at (RMI's "
+                            "java.rmi.server.hostname; default: the host name)")
+    serve.add_argument("--local-workers", type=int, default=0, metavar="N",
+                       help="also start N workers on this machine (default 0)")
+    serve.add_argument("--worker-threads", type=int, metavar="N",
+                       help="threads per local worker (default: TLC's, one per core)")
+    serve.add_argument("--timeout", type=float, default=24 * 3600.0, metavar="SECONDS",
+                       help="give up after this long (default one day)")
+    work = sub.add_parser(
+        "work", help="run TLC workers for a distributed server (zlink models serve)",
+        description="Start TLC's own workers (tlc2.tool.distributed.TLCWorker) for the "
+                    "server at HOST; they fetch the model from it and stop when it is done.")
+    work.add_argument("host", metavar="HOST", help="the server's address")
+    work.add_argument("--port", type=int, default=DEFAULT_PORT,
+                      help="the server's RMI registry port (default %(default)s)")
+    work.add_argument("--count", type=int, default=1, metavar="N",
+                      help="worker processes to start (default 1)")
+    work.add_argument("--threads", type=int, metavar="N",
+                      help="threads per worker (default: TLC's, one per core)")
+    work.add_argument("--advertise", metavar="ADDRESS",
+                      help="the address the server reaches this machine at")
     p.set_defaults(models_parser=p)
 
 
@@ -121,7 +159,53 @@ def run(args: argparse.Namespace) -> int:
     if action == "list":
         _print_list(manifest, sys.stdout)
         return 0
+    if action in ("serve", "work"):
+        try:
+            jar, java = find_jar(), find_java()
+        except ToolMissingError as exc:
+            print(f"zlink models: {exc}", file=sys.stderr)
+            return exc.exit_code
+        if action == "work":
+            return 0 if work_for(args.host, java, jar, port=args.port, count=args.count,
+                                 threads=args.threads, advertise=args.advertise) == 0 else 1
+        return _serve(manifest, args, java, jar)
     return _check(manifest, args)
+
+
+def _serve(manifest: Manifest, args: argparse.Namespace, java: str, jar: Path) -> int:
+    found = [e for e in manifest.entries if e.name == args.run]
+    if not found:
+        known = ", ".join(e.name for e in manifest.entries)
+        print(f"zlink models: no run {args.run!r}; runs: {known}", file=sys.stderr)
+        return 2
+    entry = found[0]
+    where = args.advertise or "this machine's address"
+    print(f"TLC server for {entry.name} on port {args.port}; workers join with\n"
+          f"  zlink models work {where} --port {args.port}", flush=True)
+
+    def show(line: str) -> None:
+        if _SERVER_NEWS.search(line):
+            print(f"  | {line}", flush=True)
+
+    result = serve_run(entry, manifest.models_dir, java, jar, port=args.port,
+                       advertise=args.advertise, local_workers=args.local_workers,
+                       worker_threads=args.worker_threads, timeout=args.timeout,
+                       on_line=show)
+    o = result.outcome
+    counts = f"{o.distinct:,} distinct / {o.total:,} generated" \
+        if o.distinct is not None and o.total is not None else "no counts"
+    print(f"{entry.name}: {o.describe()}, {counts} ({result.seconds:.1f} s)")
+    if o.detail:
+        print(f"  {o.detail}")
+    for problem in result.problems:
+        print(f"  {problem}")
+    print("as the manifest says (verdict and distinct states)" if result.ok else "FAILED")
+    return 0 if result.ok else 1
+
+
+# Lines of the server worth showing: progress, workers joining, the verdict.
+_SERVER_NEWS = re.compile(r"^(Progress|Registration for worker|Model checking completed"
+                          r"|TLC server at|Error)")
 
 
 def _print_list(manifest: Manifest, out: TextIO) -> None:
