@@ -263,7 +263,8 @@ class Counterexample:
     def changes(self, index: int) -> list[tuple[str, Any, Any]]:
         """(variable, before, after) for what step ``index`` changed (index >= 1)."""
         before, after = self.steps[index - 1].values, self.steps[index].values
-        return [(k, before.get(k), v) for k, v in after.items() if before.get(k) != v]
+        return [(k, before.get(k), after[k]) for k in sorted(after, key=snake)
+                if before.get(k) != after[k]]
 
     def per_entity(self) -> set[str]:
         """Variables that are functions over one fixed domain (works, items, Actors)
