@@ -7,6 +7,8 @@
   zlink models check --counterexamples   print every run's counterexample (bug runs too)
   zlink models check --html FILE     draw the counterexamples as per-queue timelines
   zlink models check --tlc-workers N TLC's own worker threads in each run
+  zlink models check --profile deep  the deep runs (larger bounds; progress every 10 s)
+  zlink models check --profile simulate  TLC's random simulation beyond exhaustive bounds
   zlink models list                  the runs and what each must show
   zlink models serve NAME            one run on TLC's distributed server (workers join)
   zlink models work HOST             TLC workers for the server at HOST
@@ -47,6 +49,7 @@ from ..tla.runner import (
     CheckReport,
     Manifest,
     ManifestError,
+    Progress,
     RunResult,
     ToolMissingError,
     check_manifest,
@@ -69,6 +72,12 @@ def configure(p: argparse.ArgumentParser) -> None:
                    help="the manifest to use (default: models/manifest.json of the checkout)")
     sub = p.add_subparsers(dest="models_action", metavar="ACTION")
     check = sub.add_parser("check", help="run TLC on the manifest's runs and compare")
+    check.add_argument("--profile", default="ci", metavar="NAME",
+                       help="which runs: ci (the manifest's runs, pinned; default), deep "
+                            "(larger bounds, long), simulate (TLC's random simulation)")
+    check.add_argument("--progress", type=int, metavar="SECONDS",
+                       help="report each run's states found, states per second and queue "
+                            "every SECONDS (default: every 10 s outside the ci profile)")
     check.add_argument("--only", action="append", metavar="NAME",
                        help="run only this run (repeatable; shell patterns allowed)")
     check.add_argument("--json", type=Path, metavar="FILE",
@@ -86,8 +95,9 @@ def configure(p: argparse.ArgumentParser) -> None:
                             "expected failures of the bug runs too")
     check.add_argument("--html", type=Path, metavar="FILE",
                        help="write the counterexamples as per-queue timelines to FILE")
-    check.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
-                       help="give up on one run after this long (default %(default)s)")
+    check.add_argument("--timeout", type=float, metavar="SECONDS",
+                       help=f"give up on one run after this long (default {DEFAULT_TIMEOUT:.0f} "
+                            "for the ci profile, a day for the others)")
     check.add_argument("-v", "--verbose", action="store_true",
                        help="print TLC's full output of every run that does not pass")
     sub.add_parser("list", help="list the runs and their expected verdicts")
@@ -152,7 +162,7 @@ def run(args: argparse.Namespace) -> int:
             return 2
     path: Path = args.manifest or layout().models / "manifest.json"
     try:
-        manifest = load_manifest(path)
+        manifest = load_manifest(path, getattr(args, "profile", "ci"))
     except ManifestError as exc:
         print(f"zlink models: {exc}", file=sys.stderr)
         return 2
@@ -227,7 +237,8 @@ def _check(manifest: Manifest, args: argparse.Namespace) -> int:
     except ToolMissingError as exc:
         print(f"zlink models: {exc}", file=sys.stderr)
         return exc.exit_code
-    print(f"TLC: {jar}\njava: {java}\n{len(entries)} run(s), {args.workers} in parallel")
+    print(f"TLC: {jar}\njava: {java}\nprofile {manifest.profile}: {len(entries)} run(s), "
+          f"{args.workers} in parallel")
     width = max(len(e.name) for e in entries)
 
     def progress(result: RunResult, index: int, count: int) -> None:
@@ -247,9 +258,19 @@ def _check(manifest: Manifest, args: argparse.Namespace) -> int:
             for line in result.output.splitlines():
                 print(f"        | {line}")
 
+    every = args.progress if args.progress is not None else (
+        None if manifest.profile == "ci" else 10)
+
+    def report_progress(p: Progress) -> None:
+        print(f"        ... {p.describe()}", flush=True)
+
+    timeout = args.timeout if args.timeout is not None else (
+        DEFAULT_TIMEOUT if manifest.profile == "ci" else 24 * 3600.0)
     report = check_manifest(manifest, entries, workers=args.workers, java=java, jar=jar,
-                            timeout=args.timeout, on_done=progress,
-                            tlc_workers=args.tlc_workers)
+                            timeout=timeout, on_done=progress,
+                            tlc_workers=args.tlc_workers,
+                            on_progress=report_progress if every else None,
+                            progress_every=every or 10)
     _print_table(report, sys.stdout)
     if args.json is not None:
         data = report.to_json()
