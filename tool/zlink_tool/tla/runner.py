@@ -270,7 +270,9 @@ def load_manifest(path: Path, profile: str = CI_PROFILE) -> Manifest:
         profiles = data.get("profiles")
         chosen = profiles.get(profile) if isinstance(profiles, dict) else None
         if not isinstance(chosen, dict) or not isinstance(chosen.get("runs"), list):
-            known = [CI_PROFILE, *(profiles if isinstance(profiles, dict) else [])]
+            known = [CI_PROFILE, *(k for k, v in (profiles or {}).items()
+                                   if isinstance(v, dict))] \
+                if isinstance(profiles, dict) else [CI_PROFILE]
             raise ManifestError(f"{path}: no profile {profile!r}; profiles: "
                                 f"{', '.join(known)}")
         runs = chosen["runs"]
