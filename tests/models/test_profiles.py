@@ -81,8 +81,11 @@ def test_SE_6_1_a_short_simulation_finds_the_burst_bug() -> None:
     entry = next(e for e in load_manifest(MANIFEST, "simulate").entries
                  if e.expected.name == "LifecycleBurstBounded")
     short = dataclasses.replace(entry, simulate=Simulation(depth=60, seed=1, traces=2000))
-    result = run_entry(short, MODELS, java, jar, timeout=120)
+    seen: list[Progress] = []
+    result = run_entry(short, MODELS, java, jar, timeout=120, on_progress=seen.append,
+                       progress_every=1)
     assert result.ok, result.problems
+    assert all("simulating" in p.describe() for p in seen)
     assert result.outcome.violated == "LifecycleBurstBounded"
 
 
