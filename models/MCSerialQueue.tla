@@ -10,6 +10,7 @@
 (*   3     barrier    0        once       s2 (first)                       *)
 (*   4     life       0        never      s1 (second)                      *)
 (*   5     app        0        never      s1 (third)                       *)
+(*   6     app        0        once       s2 (third)                       *)
 (*                                                                         *)
 (* Work 1 reserves 2 bytes (payload 1 + FixedCost 1), every other work 1.  *)
 (* With AppByteCap = 2 and LifeCountCap = 1 the application lane can be    *)
@@ -26,10 +27,10 @@
 (***************************************************************************)
 EXTENDS SerialQueue
 
-CatalogueLane == <<"app", "life", "barrier", "life", "app">>
-CataloguePayload == <<1, 0, 0, 0, 0>>
-CatalogueYields == <<1, 1, 1, 0, 0>>
-CatalogueOrder == [s \in {"s1", "s2"} |-> IF s = "s1" THEN <<1, 4, 5>> ELSE <<3, 2>>]
+CatalogueLane == <<"app", "life", "barrier", "life", "app", "app">>
+CataloguePayload == <<1, 0, 0, 0, 0, 0>>
+CatalogueYields == <<1, 1, 1, 0, 0, 1>>
+CatalogueOrder == [s \in {"s1", "s2"} |-> IF s = "s1" THEN <<1, 4, 5>> ELSE <<3, 2, 6>>]
 
 TwoSubmitters == {"s1", "s2"}
 
@@ -64,6 +65,12 @@ Lane5 == LaneUpTo(5)
 Payload5 == PayloadUpTo(5)
 Yields5 == YieldsUpTo(5)
 Script5 == ScriptUpTo(5)
+
+Works6 == WorksUpTo(6)
+Lane6 == LaneUpTo(6)
+Payload6 == PayloadUpTo(6)
+Yields6 == YieldsUpTo(6)
+Script6 == ScriptUpTo(6)
 
 -----------------------------------------------------------------------------
 (* Deliberately broken variants.                                           *)

@@ -40,6 +40,9 @@ ItemPayloadSmall == [i \in 1..4 |-> ItemPayload[i]]
 ItemYieldsSmall == [i \in 1..4 |-> ItemYields[i]]
 ScriptSmall == [s \in SubmitterPair |-> IF s = "u1" THEN <<1, 2>> ELSE <<3, 4>>]
 
+\* For the deep run: every item may yield three times.
+ItemYieldsThrice == [i \in 1..5 |-> 3]
+
 -----------------------------------------------------------------------------
 (* Deliberately broken variants.                                           *)
 

@@ -216,12 +216,19 @@ def _lane_records(core: QueueCore[Any]) -> tuple[list[WorkRecord], list[WorkReco
     return app, life
 
 
-def check_core(core: QueueCore[Any], *, transferred: Collection[int] = ()) -> list[Violation]:
+def check_core(core: QueueCore[Any], *, transferred: Collection[int] = (),
+               records: Iterable[WorkRecord] = ()) -> list[Violation]:
     """Every invariant that the core's own state decides, for one queue.
 
     ``transferred`` names the live works (by id) that came in by ``transfer``: SpotWide
     execution turns, which are never refused and so are not held to the lane limits
     (D-6). A trace knows them (``TraceImage.transferred``); the core does not.
+
+    ``records`` are work records the caller holds (a replay's, a model state's): the
+    core keeps only the records in its lines, its suspended set and its turn, so a
+    record that says it is running while it does not hold the turn is invisible to it
+    and is found only among these (``NoResumeWithoutRequeue``: a running work holds
+    the turn).
     """
     out: list[Violation] = []
     name = core.name
@@ -245,6 +252,10 @@ def check_core(core: QueueCore[Any], *, transferred: Collection[int] = ()) -> li
     if cur is not None and cur.phase != RUNNING:
         bad("NoResumeWithoutRequeue",
             f"the turn holder, work {cur.wid}, is {PHASE_NAMES[cur.phase]}")
+    for rec in records:
+        if rec.phase == RUNNING and rec is not cur:
+            bad("NoResumeWithoutRequeue",
+                f"work {rec.wid} is running but does not hold the turn")
     for source in _SOURCES:
         for rec in core.line(source):
             if rec.phase not in (QUEUED, REQUEUED) or (rec.phase == QUEUED and rec.resumes):

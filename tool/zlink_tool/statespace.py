@@ -99,6 +99,7 @@ __all__ = [
     "explore",
     "load_bounds",
     "manifest_counts",
+    "state_of",
 ]
 
 BUDGET_MS: Final = 10  # any positive budget: only "used or not" matters
@@ -144,10 +145,15 @@ def _tla_seq(text: str) -> list[str]:
     return [x.strip().strip('"') for x in text.split(",") if x.strip()]
 
 
-def load_bounds(cfg: Path, harness: Path | None = None) -> SerialQueueBounds:
+def load_bounds(cfg: Path, harness: Path | None = None, *,
+                broken_ok: bool = False) -> SerialQueueBounds:
     """Read a SerialQueue run's constants from its ``.cfg`` and the catalogue of
     ``MCSerialQueue.tla`` (next to it unless given). Only the shapes these files use are
-    understood; anything else is an error naming the line, never a guess."""
+    understood; anything else is an error naming the line, never a guess.
+
+    A broken variant's configuration is refused (the core implements the correct spec
+    only) unless ``broken_ok``: its bounds are still the run's, which is what reading
+    one of its states into a core (``state_of``, ``concretize``) needs."""
     harness = harness or cfg.with_name("MCSerialQueue.tla")
     mc = harness.read_text(encoding="utf-8")
     values: dict[str, str] = {}
@@ -159,7 +165,8 @@ def load_bounds(cfg: Path, harness: Path | None = None) -> SerialQueueBounds:
     # A broken variant replaces an operator of the spec (Op <- OpBug...) or brings its
     # own INIT/NEXT; the core implements the correct spec only.
     broken = sorted(k for k, v in values.items() if "Bug" in v)
-    if broken or re.search(r"^\s*(INIT|NEXT)\b", cfg.read_text(encoding="utf-8"), re.M):
+    if not broken_ok and (
+            broken or re.search(r"^\s*(INIT|NEXT)\b", cfg.read_text(encoding="utf-8"), re.M)):
         raise ValueError(f"{cfg.name}: a broken variant ({', '.join(broken) or 'INIT/NEXT'}); "
                          "only the correct model (SPECIFICATION Spec) is enumerated")
 
@@ -274,6 +281,47 @@ def initial(bounds: SerialQueueBounds) -> State:
     return State((), (), (), 0, 0, 0, 0, 0, False, False, 0, 0, False, frozenset(),
                  ("new",) * n, (-1,) * n, (-1,) * n, (0,) * n, frozenset(), (0,) * n,
                  False)
+
+
+def state_of(values: Mapping[str, object], bounds: SerialQueueBounds) -> State:
+    """A model state from the values of SerialQueue.tla's variables by name (as
+    ``zlink_tool.tla.counterexample`` reads them from TLC: sequences as tuples, sets as
+    frozensets). Variables of a harness beyond the 21 are ignored."""
+    n = len(bounds.works)
+
+    def per_work(name: str) -> tuple[object, ...]:
+        value = values[name]
+        if isinstance(value, dict):
+            value = tuple(value[w] for w in bounds.works)
+        if not isinstance(value, tuple) or len(value) != n:
+            raise ValueError(f"{name}: expected one value per work, got {value!r}")
+        return value
+
+    def ints(name: str) -> tuple[int, ...]:
+        return tuple(int(str(v)) for v in per_work(name))
+
+    def line(name: str) -> tuple[int, ...]:
+        value = values[name]
+        if not isinstance(value, tuple):
+            raise ValueError(f"{name}: expected a sequence, got {value!r}")
+        return tuple(int(str(v)) for v in value)
+
+    def works(name: str) -> frozenset[int]:
+        value = values[name]
+        if not isinstance(value, frozenset):
+            raise ValueError(f"{name}: expected a set, got {value!r}")
+        return frozenset(int(str(v)) for v in value)
+
+    def num(name: str) -> int:
+        return int(str(values[name]))
+
+    return State(
+        line("app"), line("life"), line("barrier"), num("appCount"), num("appBytes"),
+        num("lifeCount"), num("lifeBytes"), num("nextSeq"), values["drainScheduled"] is True,
+        values["draining"] is True, num("current"), num("streak"), values["closed"] is True,
+        works("suspended"), tuple(str(p) for p in per_work("phase")), ints("wid"),
+        ints("seq"), ints("resumes"), works("returned"), ints("yields"),
+        values["budgetUsed"] is True)
 
 
 def concretize(state: State, bounds: SerialQueueBounds, config: QueueConfig

@@ -33,6 +33,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -50,7 +51,9 @@ __all__ = [
     "Manifest",
     "ManifestEntry",
     "ManifestError",
+    "Progress",
     "RunResult",
+    "Simulation",
     "TlcOutcome",
     "ToolMissingError",
     "check_manifest",
@@ -60,6 +63,7 @@ __all__ = [
     "find_java",
     "load_manifest",
     "parse_tlc_output",
+    "profile_names",
     "run_entry",
     "select_entries",
     "tlc_command",
@@ -142,6 +146,18 @@ class ManifestEntry:
     total: int | None = None
     seconds: float | None = None
     about: str = ""
+    simulate: Simulation | None = None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Simulation:
+    """TLC's random simulation instead of an exhaustive search: ``traces`` behaviours
+    of at most ``depth`` steps from a fixed ``seed`` (``-simulate num=N -depth D -seed
+    S``), for bounds beyond exhaustive search. It counts no distinct states."""
+
+    depth: int
+    seed: int
+    traces: int
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -152,6 +168,7 @@ class Manifest:
     path: Path
     entries: tuple[ManifestEntry, ...]
     data: dict[str, Any]
+    profile: str = "ci"
 
     @property
     def models_dir(self) -> Path:
@@ -201,6 +218,15 @@ def _entry(obj: Any, index: int) -> ManifestEntry:
     if not isinstance(check_deadlock, bool):
         raise ManifestError(f"{where}: check_deadlock must be true or false")
     about = obj.get("about", "")
+    simulate = obj.get("simulate")
+    simulation = None
+    if simulate is not None:
+        if not isinstance(simulate, dict) or not all(
+                isinstance(simulate.get(k), int) and not isinstance(simulate.get(k), bool)
+                and simulate[k] > 0 for k in ("depth", "seed", "traces")):
+            raise ManifestError(f"{where}: simulate must be {{\"depth\": N, \"seed\": S, "
+                                "\"traces\": T}} with positive integers")
+        simulation = Simulation(simulate["depth"], simulate["seed"], simulate["traces"])
     return ManifestEntry(
         name=name,
         module=files["tla"],
@@ -211,12 +237,28 @@ def _entry(obj: Any, index: int) -> ManifestEntry:
         total=_opt_int(obj, "total", where),
         seconds=None if seconds is None else float(seconds),
         about=about if isinstance(about, str) else "",
+        simulate=simulation,
     )
 
 
-def load_manifest(path: Path) -> Manifest:
+CI_PROFILE: Final = "ci"
+
+
+def profile_names(manifest: Manifest) -> list[str]:
+    """``ci`` (the manifest's ``runs``) and the names under ``profiles``."""
+    profiles = manifest.data.get("profiles")
+    extra = [k for k, v in profiles.items() if isinstance(v, dict)] \
+        if isinstance(profiles, dict) else []
+    return [CI_PROFILE, *extra]
+
+
+def load_manifest(path: Path, profile: str = CI_PROFILE) -> Manifest:
     """Read and check ``manifest.json``; raises ``ManifestError`` naming the entry
-    at fault, so a typo does not turn into a confusing TLC failure later."""
+    at fault, so a typo does not turn into a confusing TLC failure later.
+
+    ``profile`` picks the runs: ``ci`` is the manifest's ``runs`` (every run the CI
+    gate holds, each pinned); another name is ``profiles[NAME].runs`` (``deep``: larger
+    bounds; ``simulate``: TLC's random simulation), entries of the same form."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as exc:
@@ -224,12 +266,22 @@ def load_manifest(path: Path) -> Manifest:
     runs = data.get("runs") if isinstance(data, dict) else None
     if not isinstance(runs, list):
         raise ManifestError(f"{path}: expected an object with a list \"runs\"")
+    if profile != CI_PROFILE:
+        profiles = data.get("profiles")
+        chosen = profiles.get(profile) if isinstance(profiles, dict) else None
+        if not isinstance(chosen, dict) or not isinstance(chosen.get("runs"), list):
+            known = [CI_PROFILE, *(k for k, v in (profiles or {}).items()
+                                   if isinstance(v, dict))] \
+                if isinstance(profiles, dict) else [CI_PROFILE]
+            raise ManifestError(f"{path}: no profile {profile!r}; profiles: "
+                                f"{', '.join(known)}")
+        runs = chosen["runs"]
     entries = tuple(_entry(obj, i) for i, obj in enumerate(runs))
     names = [e.name for e in entries]
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
         raise ManifestError(f"{path}: duplicate run names: {', '.join(duplicates)}")
-    return Manifest(path, entries, data)
+    return Manifest(path, entries, data, profile)
 
 
 def select_entries(entries: Sequence[ManifestEntry], only: Iterable[str] | None
@@ -251,12 +303,15 @@ def updated_manifest(manifest: Manifest, results: Iterable[RunResult]) -> dict[s
     of a run that failed the wrong way would hide the failure."""
     by_name = {r.entry.name: r for r in results if r.verdict_ok}
     data: dict[str, Any] = json.loads(json.dumps(manifest.data))
-    for obj in data["runs"]:
+    runs = data["runs"] if manifest.profile == CI_PROFILE \
+        else data["profiles"][manifest.profile]["runs"]
+    for obj in runs:
         found = by_name.get(obj.get("name"))
         if found is None:
             continue
-        obj["distinct"] = found.outcome.distinct
-        obj["total"] = found.outcome.total
+        if found.entry.simulate is None:
+            obj["distinct"] = found.outcome.distinct
+            obj["total"] = found.outcome.total
         obj["seconds"] = round(found.seconds, 1)
     return data
 
@@ -350,6 +405,7 @@ _DEADLOCK = re.compile(r"Deadlock reached")
 _SUCCESS = re.compile(r"Model checking completed\. No error has been found\.")
 _COUNTS = re.compile(r"([\d,]+) states generated, ([\d,]+) distinct states found")
 _VERSION = re.compile(r"TLC2 Version (\S+)")
+_FINISHED = re.compile(r"^Finished in ", re.M)
 _STEP = re.compile(r"^(?:State )?\d+: <(\w+)", re.M)
 _STUTTER = re.compile(r"^(?:State )?\d+: Stuttering", re.M)
 _BACK_TO = re.compile(r"^(?:State )?\d+: Back to state", re.M)
@@ -391,14 +447,16 @@ def config_names(cfg_text: str, keywords: Iterable[str]) -> list[str]:
     return names
 
 
-def parse_tlc_output(text: str, exit_code: int, properties: Sequence[str] = ()) -> TlcOutcome:
+def parse_tlc_output(text: str, exit_code: int, properties: Sequence[str] = (),
+                     simulation: bool = False) -> TlcOutcome:
     """Read TLC's output (with or without ``-tool`` framing) and its exit code.
 
     ``properties`` are the PROPERTY names of the run's configuration: when exactly one
     is listed, a temporal violation is attributed to it (TLC only says "Temporal
     properties were violated"). The verdict comes from the message text and must
     agree with the exit code; if they disagree, or there is no verdict, the result is
-    ``error`` and ``detail`` says why.
+    ``error`` and ``detail`` says why. A ``simulation`` that ends with exit 0 after
+    "Finished" found nothing (TLC says no more than that).
     """
     messages = [(int(m.group(1)), int(m.group(2)), m.group(3)) for m in _MESSAGE.finditer(text)]
     version_match = _VERSION.search(text)
@@ -432,7 +490,7 @@ def parse_tlc_output(text: str, exit_code: int, properties: Sequence[str] = ()) 
         violated = properties[0] if len(properties) == 1 else None
     elif _DEADLOCK.search(text):
         result, expected_exit = "deadlock", (11,)
-    elif _SUCCESS.search(text):
+    elif _SUCCESS.search(text) or (simulation and exit_code == 0 and _FINISHED.search(text)):
         result, expected_exit = "success", (0,)
 
     if result is not None and exit_code in expected_exit:
@@ -488,6 +546,8 @@ def compare(entry: ManifestEntry, outcome: TlcOutcome) -> tuple[str, ...]:
         if outcome.trace:
             problems.append("counterexample: " + " -> ".join(outcome.trace))
         return tuple(problems)
+    if entry.simulate is not None:
+        return ()  # a simulation counts no distinct states: its verdict is all
     for label, pinned, got in (
         ("distinct", entry.distinct, outcome.distinct),
         ("total", entry.total, outcome.total),
@@ -500,8 +560,11 @@ def compare(entry: ManifestEntry, outcome: TlcOutcome) -> tuple[str, ...]:
     return tuple(problems)
 
 
-def tlc_command(java: str, jar: Path, entry: ManifestEntry, scratch: Path) -> list[str]:
-    """The TLC command line for one run; ``scratch`` is the run's own directory."""
+def tlc_command(java: str, jar: Path, entry: ManifestEntry, scratch: Path,
+                tlc_workers: int = 1) -> list[str]:
+    """The TLC command line for one run; ``scratch`` is the run's own directory.
+    ``tlc_workers`` is TLC's own ``-workers`` (threads exploring one run's state space;
+    1 keeps the counts of a violation deterministic)."""
     argv = [
         java,
         "-XX:+UseParallelGC",
@@ -509,7 +572,7 @@ def tlc_command(java: str, jar: Path, entry: ManifestEntry, scratch: Path) -> li
         "-cp",
         str(jar),
         "tlc2.TLC",
-        "-workers", "1",
+        "-workers", str(max(1, tlc_workers)),
         "-cleanup",
         "-metadir", str(scratch / "meta"),
         "-tool",
@@ -518,8 +581,117 @@ def tlc_command(java: str, jar: Path, entry: ManifestEntry, scratch: Path) -> li
     ]
     if not entry.check_deadlock:
         argv.append("-deadlock")
+    if entry.simulate is not None:
+        sim = entry.simulate
+        argv += ["-simulate", f"num={sim.traces}", "-depth", str(sim.depth),
+                 "-seed", str(sim.seed)]
     argv.append(entry.module)
     return argv
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Progress:
+    """Where a long run is, as TLC knows it (``TLCGet``): seconds since it started,
+    distinct states found, states left on the queue, the search's depth, and distinct
+    states per second since the previous report."""
+
+    entry: ManifestEntry
+    seconds: int
+    distinct: int
+    queue: int
+    depth: int
+    per_second: float
+    generated: int = -1  # a simulation: states generated at TLC's last report
+
+    def describe(self) -> str:
+        """One line, in TLC's words."""
+        if self.distinct < 0:  # a simulation counts no distinct states
+            told = f", {self.generated:,} states generated by TLC's last report" \
+                if self.generated >= 0 else ""
+            return f"{self.entry.name}: {self.seconds} s, simulating{told}"
+        return (f"{self.entry.name}: {self.seconds} s, {self.distinct:,} distinct states "
+                f"found ({self.per_second:,.0f}/s), {self.queue:,} states left on queue, "
+                f"depth {self.depth}")
+
+
+_PROGRESS_MODULE: Final = "ZLinkProgress"
+_PROGRESS = re.compile(r'<<"ZLINK_PROGRESS", (-?\d+), (-?\d+), (-?\d+), (-?\d+)>>')
+_PROGRESS_REGISTER: Final = 7919
+_GENERATED = re.compile(r"^Progress\(-?\d+\) at .*?: ([\d,]+) states generated", re.M)
+
+
+def _progress_files(entry: ManifestEntry, models_dir: Path, scratch: Path, every: int
+                    ) -> ManifestEntry:
+    """Copy the models into ``scratch`` with a wrapper module whose CONSTRAINT, always
+    true, prints TLC's own counters (``TLCGet``) every ``every`` seconds: TLC 2.15
+    reports progress once a minute, a compile-time constant. The constraint excludes
+    no state, so the counts are the run's own. Returns the entry to run there."""
+    for path in models_dir.glob("*.tla"):
+        shutil.copy(path, scratch / path.name)
+    base = Path(entry.module).stem
+    at = _PROGRESS_REGISTER
+    (scratch / f"{_PROGRESS_MODULE}.tla").write_text(
+        f"---- MODULE {_PROGRESS_MODULE} ----\nEXTENDS {base}, TLC\n"
+        f"ASSUME TLCSet({at}, 0)\n"
+        f"ZLinkProgress ==\n    LET d == TLCGet(\"duration\") IN\n"
+        f"    IF d >= TLCGet({at})\n"
+        f"    THEN /\\ PrintT(<<\"ZLINK_PROGRESS\", d, TLCGet(\"distinct\"), "
+        f"TLCGet(\"queue\"), TLCGet(\"level\")>>)\n"
+        f"         /\\ TLCSet({at}, d + {every})\n"
+        f"    ELSE TRUE\n====\n", encoding="utf-8")
+    cfg = (models_dir / entry.config).read_text(encoding="utf-8")
+    (scratch / f"{_PROGRESS_MODULE}.cfg").write_text(
+        cfg.rstrip("\n") + "\nCONSTRAINT\n    ZLinkProgress\n", encoding="utf-8")
+    return dataclasses.replace(entry, module=f"{_PROGRESS_MODULE}.tla",
+                               config=f"{_PROGRESS_MODULE}.cfg")
+
+
+def _stream(argv: list[str], cwd: Path, timeout: float, entry: ManifestEntry,
+            on_progress: Callable[[Progress], None], heartbeat: int | None = None
+            ) -> tuple[str, int]:
+    """Run TLC, reporting its progress lines as they come; (output, exit code), exit
+    code -1 on timeout. With ``heartbeat`` (a simulation, where the wrapper's counters
+    mean nothing), report the time and TLC's last count of generated states every
+    ``heartbeat`` seconds instead."""
+    proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)
+    lines: list[str] = []
+    last = [0, 0]  # seconds, distinct at the previous report
+    generated = [-1]
+    done = threading.Event()
+
+    def beat() -> None:
+        started = time.monotonic()
+        while heartbeat is not None and not done.wait(heartbeat):
+            on_progress(Progress(entry, int(time.monotonic() - started), -1, -1, -1, 0.0,
+                                 generated[0]))
+
+    def read() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.append(line)
+            if heartbeat is not None and (g := _GENERATED.search(line)):
+                generated[0] = _int(g.group(1))
+            if m := _PROGRESS.search(line):
+                secs, distinct, queue, depth = (int(g) for g in m.groups())
+                span = max(secs - last[0], 1)
+                rate = (distinct - last[1]) / span if secs > last[0] else 0.0
+                last[:] = [secs, distinct]
+                on_progress(Progress(entry, secs, distinct, queue, depth, rate))
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    beater = threading.Thread(target=beat, daemon=True)
+    beater.start()
+    try:
+        code = proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        code = -1
+    done.set()
+    reader.join(timeout=10)
+    return "".join(lines), code
 
 
 def run_entry(
@@ -528,8 +700,14 @@ def run_entry(
     java: str,
     jar: Path,
     timeout: float = DEFAULT_TIMEOUT,
+    tlc_workers: int = 1,
+    on_progress: Callable[[Progress], None] | None = None,
+    progress_every: int = 10,
 ) -> RunResult:
-    """Run TLC for one entry in a scratch directory of its own and compare."""
+    """Run TLC for one entry in a scratch directory of its own and compare.
+
+    With ``on_progress``, the run reports TLC's counters every ``progress_every``
+    seconds (through a wrapper module, see ``_progress_files``)."""
     cfg_path = models_dir / entry.config
     missing = [p for p in (models_dir / entry.module, cfg_path) if not p.is_file()]
     if missing:
@@ -537,20 +715,34 @@ def run_entry(
         return RunResult(entry, outcome, 0.0, (outcome.describe(),))
     properties = config_names(cfg_path.read_text(encoding="utf-8"), ("PROPERTY", "PROPERTIES"))
     scratch = Path(tempfile.mkdtemp(prefix=f"zlink-tlc-{entry.name}-"))
+    simulation = entry.simulate is not None
     started = time.monotonic()
     try:
         (scratch / "tmp").mkdir()
         (scratch / "meta").mkdir()
-        try:
-            proc = subprocess.run(
-                tlc_command(java, jar, entry, scratch),
-                cwd=models_dir, capture_output=True, text=True, timeout=timeout,
-            )
-            output = proc.stdout + proc.stderr
-            outcome = parse_tlc_output(output, proc.returncode, properties)
-        except subprocess.TimeoutExpired:
-            output = ""
-            outcome = TlcOutcome(-1, "error", detail=f"timed out after {timeout:.0f} s")
+        if on_progress is not None and simulation:
+            output, code = _stream(tlc_command(java, jar, entry, scratch, tlc_workers),
+                                   models_dir, timeout, entry, on_progress,
+                                   heartbeat=max(1, progress_every))
+            outcome = parse_tlc_output(output, code, properties, simulation) if code != -1 \
+                else TlcOutcome(-1, "error", detail=f"timed out after {timeout:.0f} s")
+        elif on_progress is not None:
+            wrapped = _progress_files(entry, models_dir, scratch, max(1, progress_every))
+            output, code = _stream(tlc_command(java, jar, wrapped, scratch, tlc_workers),
+                                   scratch, timeout, entry, on_progress)
+            outcome = parse_tlc_output(output, code, properties, simulation) if code != -1 \
+                else TlcOutcome(-1, "error", detail=f"timed out after {timeout:.0f} s")
+        else:
+            try:
+                proc = subprocess.run(
+                    tlc_command(java, jar, entry, scratch, tlc_workers),
+                    cwd=models_dir, capture_output=True, text=True, timeout=timeout,
+                )
+                output = proc.stdout + proc.stderr
+                outcome = parse_tlc_output(output, proc.returncode, properties, simulation)
+            except subprocess.TimeoutExpired:
+                output = ""
+                outcome = TlcOutcome(-1, "error", detail=f"timed out after {timeout:.0f} s")
     finally:
         elapsed = time.monotonic() - started
         shutil.rmtree(scratch, ignore_errors=True)
@@ -611,8 +803,12 @@ def check_manifest(
     jar: Path | None = None,
     timeout: float = DEFAULT_TIMEOUT,
     on_done: Callable[[RunResult, int, int], None] | None = None,
+    tlc_workers: int = 1,
+    on_progress: Callable[[Progress], None] | None = None,
+    progress_every: int = 10,
 ) -> CheckReport:
-    """Run the given entries (default: all) on ``workers`` parallel TLC processes.
+    """Run the given entries (default: all) on ``workers`` parallel TLC processes, each
+    with ``tlc_workers`` TLC worker threads.
 
     Longer runs start first (by the manifest's typical time) so two workers finish
     close together. ``on_done(result, index, count)`` is called as each run ends,
@@ -627,7 +823,9 @@ def check_manifest(
     results: dict[str, RunResult] = {}
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
         futures = [
-            pool.submit(run_entry, e, manifest.models_dir, java, jar, timeout) for e in order
+            pool.submit(run_entry, e, manifest.models_dir, java, jar, timeout, tlc_workers,
+                        on_progress, progress_every)
+            for e in order
         ]
         for done, future in enumerate(as_completed(futures), start=1):
             result = future.result()
