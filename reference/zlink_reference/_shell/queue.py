@@ -25,6 +25,7 @@ drain gives the permit the turn. Whoever ends a turn carries the drain role on.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import threading
 from collections.abc import Awaitable, Callable, Generator
@@ -202,7 +203,12 @@ class ZLinkWorkHandle(WorkRecord, Generic[T]):
         return cast("BaseException | None", self._value if self._outcome == FAILED else None)
 
     def add_done_callback(self, callback: Callable[[ZLinkWorkHandle[T]], None]) -> None:
-        """Call ``callback(handle)`` on the loop once the work has ended."""
+        """Call ``callback(handle)`` on the loop once the work has ended. From another
+        thread the callback is registered on the owner's loop (D-24)."""
+        rt = self._queue._rt
+        if _get_running_loop() is not rt.loop and rt.foreign():
+            rt.call_on_loop(partial(self.add_done_callback, callback))
+            return
         if self._outcome != PENDING:
             self._queue._rt.loop.call_soon(callback, self)
             return
@@ -212,6 +218,8 @@ class ZLinkWorkHandle(WorkRecord, Generic[T]):
         aux.callbacks.append(callback)
 
     def __await__(self) -> Generator[Any, None, T]:
+        if self._outcome == PENDING and _get_running_loop() is not self._queue._rt.loop:
+            yield from _await_elsewhere(self).__await__()
         if self._outcome == PENDING:
             _check_reentrancy(self, held_turn=True)
             aux = self._extra()
@@ -241,6 +249,29 @@ class ZLinkWorkHandle(WorkRecord, Generic[T]):
         state = PHASE_NAMES[self.phase] if pending else OUTCOME_NAMES[self._outcome]
         label = f" {self.label!r}" if self.label else ""
         return f"<ZLinkWorkHandle {self._queue.name}#{self.wid}{label} {state}>"
+
+
+async def _await_elsewhere(handle: ZLinkWorkHandle[Any]) -> None:
+    """Wait on the running loop (not the handle's owner's) until ``handle`` ends: the
+    owner's loop tells this loop through a future of this loop's own (D-24). No work
+    of the owner runs on this loop, so no turn of it is held here (SE-8.2)."""
+    here = asyncio.get_running_loop()
+    fut: asyncio.Future[None] = here.create_future()
+
+    def wake() -> None:
+        if not fut.done():
+            fut.set_result(None)
+
+    def ended(_handle: ZLinkWorkHandle[Any]) -> None:
+        with contextlib.suppress(RuntimeError):  # the waiting loop is gone
+            here.call_soon_threadsafe(wake)
+
+    rt = handle._queue._rt
+    try:
+        rt.loop.call_soon_threadsafe(handle.add_done_callback, ended)
+    except RuntimeError as exc:
+        raise ZLinkUsageError(f"the owner's event loop is closed ({exc})") from None
+    await fut
 
 
 def _holder() -> ZLinkWorkHandle[Any] | None:
@@ -414,13 +445,25 @@ class QueueRuntime:
         return None if entry is None else entry[1]
 
     def on_loop_thread(self) -> bool:
-        """Whether the caller may change queue state directly."""
-        return _get_running_loop() is self.loop or threading.get_ident() == self.thread_id
+        """Whether the caller may change queue state directly: it runs on the owner's
+        loop, or on the thread that made the runtime while the loop is not running
+        anywhere (setup code before the loop starts). Decision D-24."""
+        running = _get_running_loop()
+        if running is not None:
+            return running is self.loop
+        return threading.get_ident() == self.thread_id and not self.loop.is_running()
+
+    def foreign(self) -> bool:
+        """The opposite of ``on_loop_thread``, cheap when the caller is on the loop."""
+        return _get_running_loop() is not self.loop and not self.on_loop_thread()
 
     def call_on_loop(self, fn: Callable[[], T]) -> T:
         """Run ``fn`` on the loop thread and return its result (or raise its error),
-        waiting for it; called from any other thread. If the wait times out, ``fn``
-        is withdrawn: it will not run later."""
+        waiting for it; called from any other thread (D-24). If the wait times out,
+        ``fn`` is withdrawn: it will not run later. A closed loop can take no call:
+        ``ZLinkUsageError`` at once."""
+        if self.on_loop_thread():
+            return fn()
         done = threading.Event()
         state = threading.Lock()
         box: list[Any] = []
@@ -437,7 +480,12 @@ class QueueRuntime:
                 finally:
                     done.set()
 
-        self.loop.call_soon_threadsafe(run)
+        try:
+            self.loop.call_soon_threadsafe(run)
+        except RuntimeError as exc:  # the loop is closed
+            raise ZLinkUsageError(
+                f"the owner's event loop is closed; nothing can be submitted ({exc})"
+            ) from None
         if not done.wait(self.foreign_submit_timeout):
             with state:
                 if not done.is_set():
@@ -450,6 +498,19 @@ class QueueRuntime:
         if not ok:
             raise value
         return cast(T, value)
+
+    async def wait_on_loop(self, make: Callable[[], Awaitable[T]]) -> T:
+        """Await ``make()`` on the owner's loop from a coroutine running on another
+        loop (another thread), and deliver its outcome here (D-24). Cancelling the
+        caller cancels only this wait."""
+        async def on_owner() -> T:
+            return await make()
+
+        try:
+            fut = asyncio.run_coroutine_threadsafe(on_owner(), self.loop)
+        except RuntimeError as exc:
+            raise ZLinkUsageError(f"the owner's event loop is closed ({exc})") from None
+        return await asyncio.wrap_future(fut)
 
 
 class ZLinkSerialExecutionQueue(ScopeMixin):
@@ -517,7 +578,7 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
         """Submit application work reserving ``fixed_work_byte_cost`` (SE-6.2)."""
         # The hot path of _submit, written out: one call fewer per submission.
         rt = self._rt
-        if get_ident() != rt.thread_id or not callable(work):
+        if _get_running_loop() is not rt.loop or not callable(work):
             return self._submit(work, APPLICATION_LANE, 0, False)
         rec: ZLinkWorkHandle[Any] = ZLinkWorkHandle(self, work)
         if self._core.admit(rec):
@@ -540,7 +601,7 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
 
     def _submit(self, work: Work, lane: int, payload: int, barrier: bool) -> ZLinkWorkHandle[Any]:
         rt = self._rt
-        if get_ident() != rt.thread_id:
+        if _get_running_loop() is not rt.loop and not rt.on_loop_thread():
             return rt.call_on_loop(lambda: self._submit(work, lane, payload, barrier))
         if not callable(work):
             raise TypeError(f"work must be a zero-argument callable, got {work!r}")
@@ -640,13 +701,15 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
     def is_current(self) -> bool:
         """True when the caller is work holding this queue's turn (SE-6.2)."""
         cur = self._core.current
-        if cur is None or threading.get_ident() != self._rt.thread_id:
+        if cur is None or not self._rt.on_loop_thread():
             return False
         return _holder() is cur
 
     async def await_quiescence(self) -> None:
         """Return once every accepted work has ended (queued, running and suspended
-        ones included)."""
+        ones included). Awaited on another loop, it waits on the owner's (D-24)."""
+        if _get_running_loop() is not self._rt.loop:
+            return await self._rt.wait_on_loop(self.await_quiescence)
         await self._wait_until(True)
 
     def close(self) -> None:

@@ -46,6 +46,8 @@ from zlink_model.queue import (
     WorkRecord,
 )
 
+from .loop import running_loop
+
 if TYPE_CHECKING:
     from .queue import QueueRuntime, ZLinkSerialExecutionQueue
 
@@ -212,6 +214,8 @@ class ScopeMixin:
     # ------------------------------------------------------------- waiting
     async def await_completion(self) -> None:
         """Return once no active work is left; zombies do not count (SD-3)."""
+        if running_loop() is not self._rt.loop:  # another loop waits (D-24)
+            return await self._rt.wait_on_loop(self.await_completion)
         while True:
             busy = [q for q in self._scope_queues() if q._core.active()]
             if not busy:
@@ -226,6 +230,9 @@ class ScopeMixin:
         order they happened; without a handler the first one is raised once nothing is
         left running. A failure is reported once, to the first call that returns.
         """
+        if running_loop() is not self._rt.loop:  # another loop waits (D-24)
+            return await self._rt.wait_on_loop(
+                lambda: self.await_after_cancellation(error_handler))
         queues = self._scope_queues()
         if all(q._core.mode == MODE_OPEN for q in queues):
             raise ZLinkNotDisposedError(

@@ -11,7 +11,7 @@ from zlink_model.policy import ZLinkExecutionLanePolicy
 from zlink_model.queue import Observer, QueueConfig
 
 from .._shell.clock import ZLinkClock
-from .._shell.loop import EventLoop
+from .._shell.loop import EventLoop, running_loop
 from .._shell.queue import (
     ErrorHook,
     QueueRuntime,
@@ -126,7 +126,10 @@ class Coordinator(ScopeMixin):
             self._lane.run(closing)
 
     async def await_quiescence(self) -> None:
-        """Return once every work accepted by any of this coordinator's queues ended."""
+        """Return once every work accepted by any of this coordinator's queues ended.
+        Awaited on another loop, it waits on the owner's (D-24)."""
+        if running_loop() is not self._rt.loop:
+            return await self._rt.wait_on_loop(self.await_quiescence)
         while True:
             busy = [q for q in self._made if not q._core.is_idle()]
             if not busy:

@@ -14,7 +14,6 @@ nothing else runs between its start and its end.
 from __future__ import annotations
 
 from collections.abc import Callable
-from threading import get_ident
 from typing import TypeVar
 
 from zlink_model.errors import ZLinkReentrancyError
@@ -48,7 +47,7 @@ class ZLinkStateLane:
 
     def run(self, fn: Callable[[], T]) -> T:
         """Run ``fn`` as one turn of this lane and return its result."""
-        if get_ident() != self._rt.thread_id and not self._rt.on_loop_thread():
+        if self._rt.foreign():
             return self._rt.call_on_loop(lambda: self.run(fn))
         if self._depth:
             raise ZLinkReentrancyError(f"re-entered state lane {self.name} (SE-8.1)")

@@ -10,13 +10,14 @@ the session to new work and runs its work after every work accepted before it.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from zlink_model.policy import ZLinkExecutionLanePolicy
 from zlink_model.queue import CANCELLED, Observer
 
 from .._shell.clock import ZLinkClock
-from .._shell.loop import Cancelled, EventLoop
+from .._shell.loop import Cancelled, EventLoop, running_loop
 from .._shell.queue import ErrorHook, QueueStatistics, Work, ZLinkWorkHandle
 from ._base import Coordinator, check_id, check_payload, check_work
 
@@ -44,17 +45,23 @@ class ZLinkSessionSerialExecutor(Coordinator):
 
     def execute_application(self, work: Work, payload_bytes: int = 0) -> ZLinkWorkHandle[Any]:
         """A packet for the session callback: application lane, payload reserved."""
+        if running_loop() is not self._rt.loop and self._rt.foreign():  # D-24
+            return self._rt.call_on_loop(partial(self.execute_application, work, payload_bytes))
         self._check_open()
         check_work(work)
         return self._queue.enqueue_with_payload_bytes(work, check_payload(payload_bytes))
 
     def execute_control(self, work: Work) -> ZLinkWorkHandle[Any]:
         """A session control command: lifecycle lane (overtakes queued packets)."""
+        if running_loop() is not self._rt.loop and self._rt.foreign():  # D-24
+            return self._rt.call_on_loop(partial(self.execute_control, work))
         self._check_open()
         return self._queue.enqueue_lifecycle(check_work(work))
 
     def execute_infrastructure(self, work: Work) -> ZLinkWorkHandle[Any]:
         """A connection-state update or similar: lifecycle lane, in order with control."""
+        if running_loop() is not self._rt.loop and self._rt.foreign():  # D-24
+            return self._rt.call_on_loop(partial(self.execute_infrastructure, work))
         self._check_open()
         return self._queue.enqueue_lifecycle(check_work(work))
 
@@ -62,7 +69,10 @@ class ZLinkSessionSerialExecutor(Coordinator):
         """The last work of the session. From this call on the session accepts nothing
         (later submissions get ``ZLinkClosedError``); the final work is admitted once
         every work accepted before it has ended, so it runs after all of them, and the
-        queue closes behind it. A second ``execute_final`` is rejected as closed."""
+        queue closes behind it. A second ``execute_final`` is rejected as closed. From
+        another thread the whole call is one step on the owner's loop (D-24)."""
+        if running_loop() is not self._rt.loop and self._rt.foreign():  # D-24
+            return self._rt.call_on_loop(partial(self.execute_final, work))
         self._check_open()
         check_work(work)
         queue = self._queue
@@ -87,6 +97,9 @@ class ZLinkSessionSerialExecutor(Coordinator):
 
     def close(self) -> None:
         """No new work; accepted work (a pending final work included) finishes."""
+        if running_loop() is not self._rt.loop and self._rt.foreign():  # D-24
+            self._rt.call_on_loop(self.close)
+            return
         if not self._closed:
             self._lane.run(self._close_queues)
 
