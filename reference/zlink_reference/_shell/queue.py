@@ -55,6 +55,8 @@ from zlink_model.queue import (
 )
 from zlink_model.rules import APPLICATION_LANE, LIFECYCLE_LANE, Source
 
+from . import checks as _checks
+from .checks import require_loop
 from .clock import MonotonicClock, ZLinkClock
 from .scope import ScopeMixin, ScopeState, record_zombie_failure
 
@@ -206,7 +208,7 @@ class ZLinkWorkHandle(WorkRecord, Generic[T]):
         """Call ``callback(handle)`` on the loop once the work has ended. From another
         thread the callback is registered on the owner's loop (D-24)."""
         rt = self._queue._rt
-        if _get_running_loop() is not rt.loop and rt.foreign():
+        if get_ident() != rt.thread_id and rt.foreign():
             rt.call_on_loop(partial(self.add_done_callback, callback))
             return
         if self._outcome != PENDING:
@@ -218,7 +220,8 @@ class ZLinkWorkHandle(WorkRecord, Generic[T]):
         aux.callbacks.append(callback)
 
     def __await__(self) -> Generator[Any, None, T]:
-        if self._outcome == PENDING and _get_running_loop() is not self._queue._rt.loop:
+        if (self._outcome == PENDING and get_ident() != self._queue._rt.thread_id
+                and self._queue._rt.foreign()):
             yield from _await_elsewhere(self).__await__()
         if self._outcome == PENDING:
             _check_reentrancy(self, held_turn=True)
@@ -447,15 +450,19 @@ class QueueRuntime:
     def on_loop_thread(self) -> bool:
         """Whether the caller may change queue state directly: it runs on the owner's
         loop, or on the thread that made the runtime while the loop is not running
-        anywhere (setup code before the loop starts). Decision D-24."""
-        running = _get_running_loop()
-        if running is not None:
-            return running is self.loop
-        return threading.get_ident() == self.thread_id and not self.loop.is_running()
+        anywhere (setup code before the loop starts, or between its runs). Decision
+        D-24."""
+        if _get_running_loop() is self.loop:
+            return True
+        if self.loop.is_running():
+            return False  # it runs on another thread (or another loop runs here)
+        return threading.get_ident() == self.thread_id
 
     def foreign(self) -> bool:
-        """The opposite of ``on_loop_thread``, cheap when the caller is on the loop."""
-        return _get_running_loop() is not self.loop and not self.on_loop_thread()
+        """The opposite of ``on_loop_thread``. Entry points test
+        ``get_ident() != thread_id`` first (the cheapest test there is), and this only
+        when it holds."""
+        return not self.on_loop_thread()
 
     def call_on_loop(self, fn: Callable[[], T]) -> T:
         """Run ``fn`` on the loop thread and return its result (or raise its error),
@@ -578,7 +585,7 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
         """Submit application work reserving ``fixed_work_byte_cost`` (SE-6.2)."""
         # The hot path of _submit, written out: one call fewer per submission.
         rt = self._rt
-        if _get_running_loop() is not rt.loop or not callable(work):
+        if get_ident() != rt.thread_id or not callable(work):
             return self._submit(work, APPLICATION_LANE, 0, False)
         rec: ZLinkWorkHandle[Any] = ZLinkWorkHandle(self, work)
         if self._core.admit(rec):
@@ -601,7 +608,7 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
 
     def _submit(self, work: Work, lane: int, payload: int, barrier: bool) -> ZLinkWorkHandle[Any]:
         rt = self._rt
-        if _get_running_loop() is not rt.loop and not rt.on_loop_thread():
+        if get_ident() != rt.thread_id and not rt.on_loop_thread():
             return rt.call_on_loop(lambda: self._submit(work, lane, payload, barrier))
         if not callable(work):
             raise TypeError(f"work must be a zero-argument callable, got {work!r}")
@@ -613,6 +620,8 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
     def _transfer(self, work: Work, gates: tuple[object, ...]) -> ZLinkWorkHandle[Any]:
         """Place an execution turn of already-accepted work (SpotWide, SE-4.5). Called
         on the loop thread by the coordinator."""
+        if _checks.ON:
+            require_loop(self._rt, "transfer")
         rec: ZLinkWorkHandle[Any] = ZLinkWorkHandle(self, work)
         rec._gates = gates
         if self._core.transfer(rec):
@@ -622,6 +631,8 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
     def _take_queued(self) -> list[tuple[ZLinkWorkHandle[Any], Work]]:
         """Take every never-started work out of the lines, in line order; their handles
         report cancellation. Returns each record with the caller's original work."""
+        if _checks.ON:
+            require_loop(self._rt, "take_queued")
         core = self._core
         taken = []
         for source in (Source.BARRIER, Source.LIFECYCLE, Source.APPLICATION):
@@ -645,6 +656,8 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
     def _when(self, zombies_too: bool, callback: Callable[[], None]) -> None:
         """Call ``callback`` once no live work (``zombies_too``) or no active work is
         left; at once if that is already so."""
+        if _checks.ON:
+            require_loop(self._rt, "when")
         core = self._core
         if (core.live() if zombies_too else core.active()) == 0:
             callback()
@@ -654,6 +667,8 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
         self._queue_aux().waiters.append((zombies_too, fut))
 
     async def _wait_until(self, zombies_too: bool) -> None:
+        if _checks.ON:
+            require_loop(self._rt, "wait_until")
         core = self._core
         if (core.live() if zombies_too else core.active()) == 0:
             return
@@ -686,6 +701,8 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
     def _scope_cancel(self, *, expire: bool) -> None:
         """``dispose`` (or the disposal timeout expired) on this queue: the core ends
         never-started works and hands back the live ones, which get cancelled."""
+        if _checks.ON:
+            require_loop(self._rt, "scope_cancel")
         ended, live = self._core.expire_timeout() if expire else self._core.dispose()
         for rec in ended:
             self._ended(rec, CANCELLED, asyncio.CancelledError("disposed before it started"))
@@ -694,6 +711,8 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
     def _transfer_record(self, rec: ZLinkWorkHandle[Any]) -> None:
         """Place a handle made earlier (a session's final work) by transfer: it was
         accepted when it was made, so it is never refused (decision D-6)."""
+        if _checks.ON:
+            require_loop(self._rt, "transfer_record")
         if self._core.transfer(rec):
             self._rt.loop.call_soon(self._drain)
 
@@ -708,7 +727,7 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
     async def await_quiescence(self) -> None:
         """Return once every accepted work has ended (queued, running and suspended
         ones included). Awaited on another loop, it waits on the owner's (D-24)."""
-        if _get_running_loop() is not self._rt.loop:
+        if _get_running_loop() is not self._rt.loop and self._rt.foreign():
             return await self._rt.wait_on_loop(self.await_quiescence)
         await self._wait_until(True)
 
@@ -739,10 +758,16 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
 
     # ------------------------------------------------------------------ drain
     def _drain(self) -> None:
+        if _checks.ON:
+            require_loop(self._rt, "drain")
         self._core.enter_drain(self._rt.now())
-        self._continue()
+        nxt = self._run_turns(None, COMPLETED, None)  # _continue, without a second check
+        if nxt is not None:
+            self._start_drive(*nxt, 0)
 
     def _continue(self, skew: float = 0) -> None:
+        if _checks.ON:
+            require_loop(self._rt, "continue")
         nxt = self._run_turns(None, COMPLETED, None, skew)
         if nxt is not None:
             self._start_drive(*nxt, skew)
@@ -853,6 +878,8 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
     def _held_done(self, rec: ZLinkWorkHandle[Any], target: ZLinkWorkHandle[Any]) -> None:
         """The work ``rec``'s turn was held for ended: end ``rec`` the same way and take
         the drain role back."""
+        if _checks.ON:
+            require_loop(self._rt, "held_done")
         outcome, value = target._outcome, target._value
         nxt = self._run_turns(rec, outcome, value)
         if nxt is not None:

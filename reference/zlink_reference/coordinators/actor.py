@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from functools import partial
+from threading import get_ident
 from typing import Any
 
 from zlink_model.policy import ZLinkExecutionLanePolicy
 from zlink_model.queue import Observer
 
 from .._shell.clock import ZLinkClock
-from .._shell.loop import EventLoop, running_loop
+from .._shell.loop import EventLoop
 from .._shell.queue import ErrorHook, QueueStatistics, Work, ZLinkWorkHandle
 from ._base import Coordinator, check_id, check_payload, check_work
 from .snapshot import ActorRegistry, ActorStateSnapshot, with_snapshot
@@ -48,7 +49,7 @@ class ZLinkActorSerialExecutor(Coordinator):
     def execute_actor(self, work: Work, payload_bytes: int = 0) -> ZLinkWorkHandle[Any]:
         """Run one handler work; it sees the Actor's state through
         ``current_snapshot()`` (SE-7)."""
-        if running_loop() is not self._rt.loop and self._rt.foreign():  # D-24
+        if get_ident() != self._rt.thread_id and self._rt.foreign():  # D-24
             return self._rt.call_on_loop(partial(self.execute_actor, work, payload_bytes))
         self._check_open()
         check_work(work)
@@ -58,7 +59,7 @@ class ZLinkActorSerialExecutor(Coordinator):
 
     def execute_lifecycle(self, work: Work) -> ZLinkWorkHandle[Any]:
         """Run the Actor's lifecycle control on the lifecycle lane."""
-        if running_loop() is not self._rt.loop and self._rt.foreign():  # D-24
+        if get_ident() != self._rt.thread_id and self._rt.foreign():  # D-24
             return self._rt.call_on_loop(partial(self.execute_lifecycle, work))
         self._check_open()
         return self._queue.enqueue_lifecycle(check_work(work))
@@ -73,7 +74,7 @@ class ZLinkActorSerialExecutor(Coordinator):
 
     def close(self) -> None:
         """No new work; accepted work finishes. Idempotent."""
-        if running_loop() is not self._rt.loop and self._rt.foreign():  # D-24
+        if get_ident() != self._rt.thread_id and self._rt.foreign():  # D-24
             self._rt.call_on_loop(self.close)
             return
         if not self._closed:

@@ -29,13 +29,15 @@ import dataclasses
 import enum
 from collections.abc import Iterator, Mapping
 from functools import partial
+from threading import get_ident
 from typing import Any
 
 from zlink_model.policy import ZLinkExecutionLanePolicy
 from zlink_model.queue import Observer, WorkRecord
 
+from .._shell import checks
 from .._shell.clock import ZLinkClock
-from .._shell.loop import EventLoop, running_loop
+from .._shell.loop import EventLoop
 from .._shell.queue import (
     ErrorHook,
     QueueStatistics,
@@ -143,7 +145,7 @@ class ZLinkSpotSerialExecutor(Coordinator):
     # ----------------------------------------------------------- entry points
     def execute_spot(self, work: Work) -> ZLinkWorkHandle[Any]:
         """Run Spot handler work on the Spot queue."""
-        if running_loop() is not self._rt.loop and self._rt.foreign():  # D-24
+        if get_ident() != self._rt.thread_id and self._rt.foreign():  # D-24
             return self._rt.call_on_loop(partial(self.execute_spot, work))
         self._check_open()
         return self._spot.enqueue(check_work(work))
@@ -151,7 +153,7 @@ class ZLinkSpotSerialExecutor(Coordinator):
     def execute_lifecycle(self, work: Work) -> ZLinkWorkHandle[Any]:
         """Run lifecycle control (join, leave, relocation) on the Spot queue's lifecycle
         lane: it overtakes waiting application work within the burst limit."""
-        if running_loop() is not self._rt.loop and self._rt.foreign():  # D-24
+        if get_ident() != self._rt.thread_id and self._rt.foreign():  # D-24
             return self._rt.call_on_loop(partial(self.execute_lifecycle, work))
         self._check_open()
         return self._spot.enqueue_lifecycle(check_work(work))
@@ -161,7 +163,7 @@ class ZLinkSpotSerialExecutor(Coordinator):
     ) -> ZLinkWorkHandle[Any]:
         """Run one Actor handler work; the queue path follows the Spot's mode (SE-4).
         The work sees the Actor's state through ``current_snapshot()`` (SE-7)."""
-        if running_loop() is not self._rt.loop and self._rt.foreign():  # D-24
+        if get_ident() != self._rt.thread_id and self._rt.foreign():  # D-24
             return self._rt.call_on_loop(partial(self.execute_actor, actor_id, work, payload_bytes))
         self._check_open()
         if type(actor_id) is not str or not actor_id:
@@ -196,7 +198,7 @@ class ZLinkSpotSerialExecutor(Coordinator):
         on the Spot queue (SpotWide, Instance: no timer queue is made, SE-4.4). The
         closed check, the timer queue's creation and the admission are one step on the
         owner's loop, whatever thread calls (D-24)."""
-        if running_loop() is not self._rt.loop and self._rt.foreign():  # D-24
+        if get_ident() != self._rt.thread_id and self._rt.foreign():  # D-24
             return self._rt.call_on_loop(partial(self.execute_timer, timer_name, work))
         self._check_open()
         check_id("timer_name", timer_name)
@@ -210,6 +212,8 @@ class ZLinkSpotSerialExecutor(Coordinator):
 
     # ------------------------------------------------------- lane-owned maps
     def _actor_queue(self, actor_id: str) -> ZLinkSerialExecutionQueue:
+        if checks.ON:
+            self._lane.require("actor queue map")
         q = self._actor_queues.get(actor_id)
         if q is None:
             q = self._actor_queues[actor_id] = self._make_queue(
@@ -218,6 +222,8 @@ class ZLinkSpotSerialExecutor(Coordinator):
         return q
 
     def _timer_queue(self, timer_name: str) -> ZLinkSerialExecutionQueue:
+        if checks.ON:
+            self._lane.require("timer queue map")
         q = self._timer_queues.get(timer_name)
         if q is None:
             q = self._timer_queues[timer_name] = self._make_queue(
@@ -272,13 +278,15 @@ class ZLinkSpotSerialExecutor(Coordinator):
         """Remove the Spot: no new work on any entry; every queue is closed and the
         maps are emptied in the same lane turn (SE-2.2, SE-2.4). Accepted work still
         runs to its end. Idempotent."""
-        if running_loop() is not self._rt.loop and self._rt.foreign():  # D-24
+        if get_ident() != self._rt.thread_id and self._rt.foreign():  # D-24
             self._rt.call_on_loop(self.close)
             return
         if not self._closed:
             self._lane.run(self._close_queues)
 
     def _drop_maps(self) -> None:
+        if checks.ON:
+            self._lane.require("drop maps")
         self._actor_queues.clear()
         self._timer_queues.clear()
 
