@@ -206,10 +206,14 @@ class ZLinkWorkHandle(WorkRecord, Generic[T]):
 
     def add_done_callback(self, callback: Callable[[ZLinkWorkHandle[T]], None]) -> None:
         """Call ``callback(handle)`` on the loop once the work has ended. From another
-        thread the callback is registered on the owner's loop (D-24)."""
+        thread the registration is posted to the owner's loop and the call returns at
+        once (D-24)."""
         rt = self._queue._rt
         if get_ident() != rt.thread_id and rt.foreign():
-            rt.call_on_loop(partial(self.add_done_callback, callback))
+            try:
+                rt.loop.call_soon_threadsafe(self.add_done_callback, callback)
+            except RuntimeError as exc:
+                raise ZLinkUsageError(f"the owner's event loop is closed ({exc})") from None
             return
         if self._outcome != PENDING:
             self._queue._rt.loop.call_soon(callback, self)
