@@ -15,6 +15,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+from zlink_reference import set_ownership_checks
 from zlink_reference_adapter import mutants
 
 _MUTANT = os.environ.get("ZLINK_MUTANT")
@@ -22,6 +23,8 @@ _MUTANT = os.environ.get("ZLINK_MUTANT")
 _TIMEOUT = float(os.environ.get("ZLINK_TEST_TIMEOUT", "60"))
 if _MUTANT:
     mutants.apply(_MUTANT)
+# SE-8.1: the ownership checks are on for every test (the seed's "debug build"; D-25).
+set_ownership_checks(True)
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -17,6 +17,7 @@ __all__ = [
     "RejectReason",
     "ZLinkClosedError",
     "ZLinkError",
+    "ZLinkNotOnLaneError",
     "ZLinkNotOnTurnError",
     "ZLinkProtocolError",
     "ZLinkReentrancyError",
@@ -74,6 +75,12 @@ class ZLinkYieldNotSupportedError(ZLinkUsageError):
 
 class ZLinkNotOnTurnError(ZLinkUsageError):
     """``yield_framework_call`` was called outside a work that holds a turn."""
+
+
+class ZLinkNotOnLaneError(ZLinkUsageError):
+    """Code that assumes it runs serialized (on the owner's loop thread, or inside a
+    turn of a coordinator's state lane) was reached from elsewhere (SE-8.1). Raised by
+    the ownership checks when they are switched on (decision D-25)."""
 
 
 class ZLinkProtocolError(ZLinkError):

@@ -1,13 +1,15 @@
 """ZLink serial executors: the reference runtime.
 
-The public surface: the policy, the queue primitive and its handle, ``yield_framework_call``
-and the errors. Coordinators, disposal and the testing helpers live in subpackages.
+The public surface: the policy, the queue primitive and its handle, ``yield_framework_call``,
+the errors and the SE-8.1 ownership-check switch. Coordinators, disposal and the testing
+helpers live in subpackages.
 """
 
 from zlink_model.errors import (
     RejectReason,
     ZLinkClosedError,
     ZLinkError,
+    ZLinkNotOnLaneError,
     ZLinkNotOnTurnError,
     ZLinkProtocolError,
     ZLinkReentrancyError,
@@ -17,6 +19,7 @@ from zlink_model.errors import (
 )
 from zlink_model.policy import ZLinkExecutionLanePolicy
 
+from ._shell.checks import ownership_checks, set_ownership_checks
 from ._shell.clock import MonotonicClock, ZLinkClock
 from ._shell.queue import (
     QueueRuntime,
@@ -49,6 +52,7 @@ __all__ = [
     "ZLinkClosedError",
     "ZLinkError",
     "ZLinkExecutionLanePolicy",
+    "ZLinkNotOnLaneError",
     "ZLinkNotOnTurnError",
     "ZLinkPendingWork",
     "ZLinkProtocolError",
@@ -65,6 +69,8 @@ __all__ = [
     "ZLinkYieldNotSupportedError",
     "current_snapshot",
     "current_work",
+    "ownership_checks",
+    "set_ownership_checks",
     "yield_framework_call",
 ]
 

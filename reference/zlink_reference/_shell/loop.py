@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import asyncio
 
-__all__ = ["Cancelled", "EventLoop"]
+__all__ = ["Cancelled", "EventLoop", "running_loop"]
 
 EventLoop = asyncio.AbstractEventLoop
 Cancelled = asyncio.CancelledError
+# The loop running on the calling thread, or None (asyncio's C accessor, no error when
+# none runs): the cheap test of "is this call on the owner's loop" (D-24).
+running_loop = asyncio.events._get_running_loop

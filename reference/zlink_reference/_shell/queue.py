@@ -25,6 +25,7 @@ drain gives the permit the turn. Whoever ends a turn carries the drain role on.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import threading
 from collections.abc import Awaitable, Callable, Generator
@@ -55,6 +56,8 @@ from zlink_model.queue import (
 )
 from zlink_model.rules import APPLICATION_LANE, LIFECYCLE_LANE, Source
 
+from . import checks as _checks
+from .checks import require_loop
 from .clock import MonotonicClock, ZLinkClock
 from .scope import ScopeMixin, ScopeState, record_zombie_failure
 from .scope import log as zombie_log
@@ -204,7 +207,16 @@ class ZLinkWorkHandle(WorkRecord, Generic[T]):
         return cast("BaseException | None", self._value if self._outcome == FAILED else None)
 
     def add_done_callback(self, callback: Callable[[ZLinkWorkHandle[T]], None]) -> None:
-        """Call ``callback(handle)`` on the loop once the work has ended."""
+        """Call ``callback(handle)`` on the loop once the work has ended. From another
+        thread the registration is posted to the owner's loop and the call returns at
+        once (D-24)."""
+        rt = self._queue._rt
+        if get_ident() != rt.thread_id and rt.foreign():
+            try:
+                rt.loop.call_soon_threadsafe(self.add_done_callback, callback)
+            except RuntimeError as exc:
+                raise ZLinkUsageError(f"the owner's event loop is closed ({exc})") from None
+            return
         if self._outcome != PENDING:
             self._queue._rt.loop.call_soon(callback, self)
             return
@@ -214,6 +226,9 @@ class ZLinkWorkHandle(WorkRecord, Generic[T]):
         aux.callbacks.append(callback)
 
     def __await__(self) -> Generator[Any, None, T]:
+        if (self._outcome == PENDING and get_ident() != self._queue._rt.thread_id
+                and self._queue._rt.foreign()):
+            yield from _await_elsewhere(self).__await__()
         if self._outcome == PENDING:
             _check_reentrancy(self, held_turn=True)
             aux = self._extra()
@@ -243,6 +258,29 @@ class ZLinkWorkHandle(WorkRecord, Generic[T]):
         state = PHASE_NAMES[self.phase] if pending else OUTCOME_NAMES[self._outcome]
         label = f" {self.label!r}" if self.label else ""
         return f"<ZLinkWorkHandle {self._queue.name}#{self.wid}{label} {state}>"
+
+
+async def _await_elsewhere(handle: ZLinkWorkHandle[Any]) -> None:
+    """Wait on the running loop (not the handle's owner's) until ``handle`` ends: the
+    owner's loop tells this loop through a future of this loop's own (D-24). No work
+    of the owner runs on this loop, so no turn of it is held here (SE-8.2)."""
+    here = asyncio.get_running_loop()
+    fut: asyncio.Future[None] = here.create_future()
+
+    def wake() -> None:
+        if not fut.done():
+            fut.set_result(None)
+
+    def ended(_handle: ZLinkWorkHandle[Any]) -> None:
+        with contextlib.suppress(RuntimeError):  # the waiting loop is gone
+            here.call_soon_threadsafe(wake)
+
+    rt = handle._queue._rt
+    try:
+        rt.loop.call_soon_threadsafe(handle.add_done_callback, ended)
+    except RuntimeError as exc:
+        raise ZLinkUsageError(f"the owner's event loop is closed ({exc})") from None
+    await fut
 
 
 def _holder() -> ZLinkWorkHandle[Any] | None:
@@ -431,13 +469,29 @@ class QueueRuntime:
         return None if entry is None else entry[1]
 
     def on_loop_thread(self) -> bool:
-        """Whether the caller may change queue state directly."""
-        return _get_running_loop() is self.loop or threading.get_ident() == self.thread_id
+        """Whether the caller may change queue state directly: it runs on the owner's
+        loop, or on the thread that made the runtime while the loop is not running
+        anywhere (setup code before the loop starts, or between its runs). Decision
+        D-24."""
+        if _get_running_loop() is self.loop:
+            return True
+        if self.loop.is_running():
+            return False  # it runs on another thread (or another loop runs here)
+        return threading.get_ident() == self.thread_id
+
+    def foreign(self) -> bool:
+        """The opposite of ``on_loop_thread``. Entry points test
+        ``get_ident() != thread_id`` first (the cheapest test there is), and this only
+        when it holds."""
+        return not self.on_loop_thread()
 
     def call_on_loop(self, fn: Callable[[], T]) -> T:
         """Run ``fn`` on the loop thread and return its result (or raise its error),
-        waiting for it; called from any other thread. If the wait times out, ``fn``
-        is withdrawn: it will not run later."""
+        waiting for it; called from any other thread (D-24). If the wait times out,
+        ``fn`` is withdrawn: it will not run later. A closed loop can take no call:
+        ``ZLinkUsageError`` at once."""
+        if self.on_loop_thread():
+            return fn()
         done = threading.Event()
         state = threading.Lock()
         box: list[Any] = []
@@ -454,7 +508,12 @@ class QueueRuntime:
                 finally:
                     done.set()
 
-        self.loop.call_soon_threadsafe(run)
+        try:
+            self.loop.call_soon_threadsafe(run)
+        except RuntimeError as exc:  # the loop is closed
+            raise ZLinkUsageError(
+                f"the owner's event loop is closed; nothing can be submitted ({exc})"
+            ) from None
         if not done.wait(self.foreign_submit_timeout):
             with state:
                 if not done.is_set():
@@ -467,6 +526,19 @@ class QueueRuntime:
         if not ok:
             raise value
         return cast(T, value)
+
+    async def wait_on_loop(self, make: Callable[[], Awaitable[T]]) -> T:
+        """Await ``make()`` on the owner's loop from a coroutine running on another
+        loop (another thread), and deliver its outcome here (D-24). Cancelling the
+        caller cancels only this wait."""
+        async def on_owner() -> T:
+            return await make()
+
+        try:
+            fut = asyncio.run_coroutine_threadsafe(on_owner(), self.loop)
+        except RuntimeError as exc:
+            raise ZLinkUsageError(f"the owner's event loop is closed ({exc})") from None
+        return await asyncio.wrap_future(fut)
 
 
 class ZLinkSerialExecutionQueue(ScopeMixin):
@@ -557,7 +629,7 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
 
     def _submit(self, work: Work, lane: int, payload: int, barrier: bool) -> ZLinkWorkHandle[Any]:
         rt = self._rt
-        if get_ident() != rt.thread_id:
+        if get_ident() != rt.thread_id and not rt.on_loop_thread():
             return rt.call_on_loop(lambda: self._submit(work, lane, payload, barrier))
         if not callable(work):
             raise TypeError(f"work must be a zero-argument callable, got {work!r}")
@@ -569,6 +641,8 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
     def _transfer(self, work: Work, gates: tuple[object, ...]) -> ZLinkWorkHandle[Any]:
         """Place an execution turn of already-accepted work (SpotWide, SE-4.5). Called
         on the loop thread by the coordinator."""
+        if _checks.ON:
+            require_loop(self._rt, "transfer")
         rec: ZLinkWorkHandle[Any] = ZLinkWorkHandle(self, work)
         rec._gates = gates
         if self._core.transfer(rec):
@@ -578,6 +652,8 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
     def _take_queued(self) -> list[tuple[ZLinkWorkHandle[Any], Work]]:
         """Take every never-started work out of the lines, in line order; their handles
         report cancellation. Returns each record with the caller's original work."""
+        if _checks.ON:
+            require_loop(self._rt, "take_queued")
         core = self._core
         taken = []
         for source in (Source.BARRIER, Source.LIFECYCLE, Source.APPLICATION):
@@ -601,6 +677,8 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
     def _when(self, zombies_too: bool, callback: Callable[[], None]) -> None:
         """Call ``callback`` once no live work (``zombies_too``) or no active work is
         left; at once if that is already so."""
+        if _checks.ON:
+            require_loop(self._rt, "when")
         core = self._core
         if (core.live() if zombies_too else core.active()) == 0:
             callback()
@@ -610,6 +688,8 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
         self._queue_aux().waiters.append((zombies_too, fut))
 
     async def _wait_until(self, zombies_too: bool) -> None:
+        if _checks.ON:
+            require_loop(self._rt, "wait_until")
         core = self._core
         if (core.live() if zombies_too else core.active()) == 0:
             return
@@ -642,6 +722,8 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
     def _scope_cancel(self, *, expire: bool) -> None:
         """``dispose`` (or the disposal timeout expired) on this queue: the core ends
         never-started works and hands back the live ones, which get cancelled."""
+        if _checks.ON:
+            require_loop(self._rt, "scope_cancel")
         ended, live = self._core.expire_timeout() if expire else self._core.dispose()
         for rec in ended:
             self._ended(rec, CANCELLED, asyncio.CancelledError("disposed before it started"))
@@ -650,6 +732,8 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
     def _transfer_record(self, rec: ZLinkWorkHandle[Any]) -> None:
         """Place a handle made earlier (a session's final work) by transfer: it was
         accepted when it was made, so it is never refused (decision D-6)."""
+        if _checks.ON:
+            require_loop(self._rt, "transfer_record")
         if self._core.transfer(rec):
             self._rt.loop.call_soon(self._drain)
 
@@ -657,13 +741,15 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
     def is_current(self) -> bool:
         """True when the caller is work holding this queue's turn (SE-6.2)."""
         cur = self._core.current
-        if cur is None or threading.get_ident() != self._rt.thread_id:
+        if cur is None or not self._rt.on_loop_thread():
             return False
         return _holder() is cur
 
     async def await_quiescence(self) -> None:
         """Return once every accepted work has ended (queued, running and suspended
-        ones included)."""
+        ones included). Awaited on another loop, it waits on the owner's (D-24)."""
+        if _get_running_loop() is not self._rt.loop and self._rt.foreign():
+            return await self._rt.wait_on_loop(self.await_quiescence)
         await self._wait_until(True)
 
     def close(self) -> None:
@@ -693,10 +779,16 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
 
     # ------------------------------------------------------------------ drain
     def _drain(self) -> None:
+        if _checks.ON:
+            require_loop(self._rt, "drain")
         self._core.enter_drain(self._rt.now())
-        self._continue()
+        nxt = self._run_turns(None, COMPLETED, None)  # _continue, without a second check
+        if nxt is not None:
+            self._start_drive(*nxt, 0)
 
     def _continue(self, skew: float = 0) -> None:
+        if _checks.ON:
+            require_loop(self._rt, "continue")
         nxt = self._run_turns(None, COMPLETED, None, skew)
         if nxt is not None:
             self._start_drive(*nxt, skew)
@@ -811,6 +903,8 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
     def _held_done(self, rec: ZLinkWorkHandle[Any], target: ZLinkWorkHandle[Any]) -> None:
         """The work ``rec``'s turn was held for ended: end ``rec`` the same way and take
         the drain role back."""
+        if _checks.ON:
+            require_loop(self._rt, "held_done")
         outcome, value = target._outcome, target._value
         nxt = self._run_turns(rec, outcome, value)
         if nxt is not None:

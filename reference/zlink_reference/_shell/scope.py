@@ -46,6 +46,10 @@ from zlink_model.queue import (
     WorkRecord,
 )
 
+from . import checks as _checks
+from .checks import require_loop
+from .loop import running_loop
+
 if TYPE_CHECKING:
     from .queue import QueueRuntime, ZLinkSerialExecutionQueue
 
@@ -190,6 +194,8 @@ class ScopeMixin:
                 q._queue_aux().on_end = self._maybe_stop_timer
 
     def _expire(self) -> None:
+        if _checks.ON:
+            require_loop(self._rt, "expire")
         self._scope_state().timer = None
         self._scope_cancelling()
         for q in self._scope_queues():
@@ -212,6 +218,8 @@ class ScopeMixin:
     # ------------------------------------------------------------- waiting
     async def await_completion(self) -> None:
         """Return once no active work is left; zombies do not count (SD-3)."""
+        if running_loop() is not self._rt.loop and self._rt.foreign():  # D-24
+            return await self._rt.wait_on_loop(self.await_completion)
         while True:
             busy = [q for q in self._scope_queues() if q._core.active()]
             if not busy:
@@ -226,6 +234,9 @@ class ScopeMixin:
         order they happened; without a handler the first one is raised once nothing is
         left running. A failure is reported once, to the first call that returns.
         """
+        if running_loop() is not self._rt.loop and self._rt.foreign():  # D-24
+            return await self._rt.wait_on_loop(
+                lambda: self.await_after_cancellation(error_handler))
         queues = self._scope_queues()
         if all(q._core.mode == MODE_OPEN for q in queues):
             raise ZLinkNotDisposedError(
@@ -314,6 +325,8 @@ class ScopeMixin:
         return out
 
     def _warn_zombies(self) -> None:
+        if _checks.ON:
+            require_loop(self._rt, "warn_zombies")
         state = self._scope_state()
         state.warn_timer = None
         now = self._rt.now()

@@ -10,8 +10,9 @@ from zlink_model.errors import ZLinkClosedError
 from zlink_model.policy import ZLinkExecutionLanePolicy
 from zlink_model.queue import Observer, QueueConfig
 
+from .._shell import checks
 from .._shell.clock import ZLinkClock
-from .._shell.loop import EventLoop
+from .._shell.loop import EventLoop, running_loop
 from .._shell.queue import (
     ErrorHook,
     QueueRuntime,
@@ -103,6 +104,8 @@ class Coordinator(ScopeMixin):
 
     def _close_queues(self) -> None:
         """One lane turn: mark closed and close every queue (SE-2.4)."""
+        if checks.ON:
+            self._lane.require("close")
         self._closed = True
         for q in self._made:
             q.close()
@@ -126,7 +129,10 @@ class Coordinator(ScopeMixin):
             self._lane.run(closing)
 
     async def await_quiescence(self) -> None:
-        """Return once every work accepted by any of this coordinator's queues ended."""
+        """Return once every work accepted by any of this coordinator's queues ended.
+        Awaited on another loop, it waits on the owner's (D-24)."""
+        if running_loop() is not self._rt.loop and self._rt.foreign():
+            return await self._rt.wait_on_loop(self.await_quiescence)
         while True:
             busy = [q for q in self._made if not q._core.is_idle()]
             if not busy:

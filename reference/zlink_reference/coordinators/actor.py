@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from functools import partial
+from threading import get_ident
 from typing import Any
 
 from zlink_model.policy import ZLinkExecutionLanePolicy
@@ -48,6 +49,8 @@ class ZLinkActorSerialExecutor(Coordinator):
     def execute_actor(self, work: Work, payload_bytes: int = 0) -> ZLinkWorkHandle[Any]:
         """Run one handler work; it sees the Actor's state through
         ``current_snapshot()`` (SE-7)."""
+        if get_ident() != self._rt.thread_id and self._rt.foreign():  # D-24
+            return self._rt.call_on_loop(partial(self.execute_actor, work, payload_bytes))
         self._check_open()
         check_work(work)
         payload = check_payload(payload_bytes)
@@ -56,6 +59,8 @@ class ZLinkActorSerialExecutor(Coordinator):
 
     def execute_lifecycle(self, work: Work) -> ZLinkWorkHandle[Any]:
         """Run the Actor's lifecycle control on the lifecycle lane."""
+        if get_ident() != self._rt.thread_id and self._rt.foreign():  # D-24
+            return self._rt.call_on_loop(partial(self.execute_lifecycle, work))
         self._check_open()
         return self._queue.enqueue_lifecycle(check_work(work))
 
@@ -69,6 +74,9 @@ class ZLinkActorSerialExecutor(Coordinator):
 
     def close(self) -> None:
         """No new work; accepted work finishes. Idempotent."""
+        if get_ident() != self._rt.thread_id and self._rt.foreign():  # D-24
+            self._rt.call_on_loop(self.close)
+            return
         if not self._closed:
             self._lane.run(self._close_queues)
 

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from threading import get_ident
 from typing import TypeVar
 
-from zlink_model.errors import ZLinkReentrancyError
+from zlink_model.errors import ZLinkNotOnLaneError, ZLinkReentrancyError
 
 from .._shell.queue import QueueRuntime
 
@@ -46,12 +46,21 @@ class ZLinkStateLane:
         if self.is_on_lane():
             raise ZLinkReentrancyError(f"re-entered state lane {self.name} (SE-8.1)")
 
+    def require(self, where: str) -> None:
+        """SE-8.1 ``isOnLane`` as a check: raise ``ZLinkNotOnLaneError`` unless the
+        caller runs inside a turn of this lane. Called where lane-owned state changes,
+        when the ownership checks are on (D-25)."""
+        if not self.is_on_lane():
+            raise ZLinkNotOnLaneError(
+                f"{where} changes state owned by lane {self.name} outside a turn of it "
+                "(SE-8.1, SE-2.4)"
+            )
+
     def run(self, fn: Callable[[], T]) -> T:
         """Run ``fn`` as one turn of this lane and return its result."""
-        if get_ident() != self._rt.thread_id and not self._rt.on_loop_thread():
+        if get_ident() != self._rt.thread_id and self._rt.foreign():
             return self._rt.call_on_loop(lambda: self.run(fn))
-        if self._depth:
-            raise ZLinkReentrancyError(f"re-entered state lane {self.name} (SE-8.1)")
+        self.throw_if_reentrant()  # always on: a re-entered turn never ends (SE-8.1)
         self._depth += 1
         try:
             return fn()

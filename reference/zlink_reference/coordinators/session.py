@@ -10,11 +10,15 @@ the session to new work and runs its work after every work accepted before it.
 
 from __future__ import annotations
 
+from functools import partial
+from threading import get_ident
 from typing import Any
 
 from zlink_model.policy import ZLinkExecutionLanePolicy
 from zlink_model.queue import CANCELLED, Observer
 
+from .._shell import checks
+from .._shell.checks import require_loop
 from .._shell.clock import ZLinkClock
 from .._shell.loop import Cancelled, EventLoop
 from .._shell.queue import ErrorHook, QueueStatistics, Work, ZLinkWorkHandle
@@ -44,17 +48,23 @@ class ZLinkSessionSerialExecutor(Coordinator):
 
     def execute_application(self, work: Work, payload_bytes: int = 0) -> ZLinkWorkHandle[Any]:
         """A packet for the session callback: application lane, payload reserved."""
+        if get_ident() != self._rt.thread_id and self._rt.foreign():  # D-24
+            return self._rt.call_on_loop(partial(self.execute_application, work, payload_bytes))
         self._check_open()
         check_work(work)
         return self._queue.enqueue_with_payload_bytes(work, check_payload(payload_bytes))
 
     def execute_control(self, work: Work) -> ZLinkWorkHandle[Any]:
         """A session control command: lifecycle lane (overtakes queued packets)."""
+        if get_ident() != self._rt.thread_id and self._rt.foreign():  # D-24
+            return self._rt.call_on_loop(partial(self.execute_control, work))
         self._check_open()
         return self._queue.enqueue_lifecycle(check_work(work))
 
     def execute_infrastructure(self, work: Work) -> ZLinkWorkHandle[Any]:
         """A connection-state update or similar: lifecycle lane, in order with control."""
+        if get_ident() != self._rt.thread_id and self._rt.foreign():  # D-24
+            return self._rt.call_on_loop(partial(self.execute_infrastructure, work))
         self._check_open()
         return self._queue.enqueue_lifecycle(check_work(work))
 
@@ -62,7 +72,10 @@ class ZLinkSessionSerialExecutor(Coordinator):
         """The last work of the session. From this call on the session accepts nothing
         (later submissions get ``ZLinkClosedError``); the final work is admitted once
         every work accepted before it has ended, so it runs after all of them, and the
-        queue closes behind it. A second ``execute_final`` is rejected as closed."""
+        queue closes behind it. A second ``execute_final`` is rejected as closed. From
+        another thread the whole call is one step on the owner's loop (D-24)."""
+        if get_ident() != self._rt.thread_id and self._rt.foreign():  # D-24
+            return self._rt.call_on_loop(partial(self.execute_final, work))
         self._check_open()
         check_work(work)
         queue = self._queue
@@ -71,22 +84,30 @@ class ZLinkSessionSerialExecutor(Coordinator):
         self._closed = True  # the coordinator refuses new work from now on
         queue.close()
 
-        def place() -> None:
-            if handle.done():  # cancelled by a disposal before its turn came
-                return
-            queue._transfer_record(handle)
-
-        queue._when(True, place)
+        queue._when(True, partial(self._place_final, handle))
         return handle
+
+    def _place_final(self, handle: ZLinkWorkHandle[Any]) -> None:
+        """Every work accepted before the final one ended: place it (D-12)."""
+        if checks.ON:
+            require_loop(self._rt, "place the final work")
+        if handle.done():  # cancelled by a disposal before its turn came
+            return
+        self._queue._transfer_record(handle)
 
     def _scope_cancelling(self) -> None:
         # A final work not placed yet was accepted: it ends cancelled, never runs.
+        if checks.ON:
+            require_loop(self._rt, "cancel the final work")
         final = self._final
         if final is not None and not final.done() and getattr(final, "wid", -1) < 0:
             final._settle(CANCELLED, Cancelled("disposed before it started"))
 
     def close(self) -> None:
         """No new work; accepted work (a pending final work included) finishes."""
+        if get_ident() != self._rt.thread_id and self._rt.foreign():  # D-24
+            self._rt.call_on_loop(self.close)
+            return
         if not self._closed:
             self._lane.run(self._close_queues)
 

@@ -35,6 +35,7 @@ from typing import Any
 from zlink_model.policy import ZLinkExecutionLanePolicy
 from zlink_model.queue import Observer, WorkRecord
 
+from .._shell import checks
 from .._shell.clock import ZLinkClock
 from .._shell.loop import EventLoop
 from .._shell.queue import (
@@ -144,12 +145,16 @@ class ZLinkSpotSerialExecutor(Coordinator):
     # ----------------------------------------------------------- entry points
     def execute_spot(self, work: Work) -> ZLinkWorkHandle[Any]:
         """Run Spot handler work on the Spot queue."""
+        if get_ident() != self._rt.thread_id and self._rt.foreign():  # D-24
+            return self._rt.call_on_loop(partial(self.execute_spot, work))
         self._check_open()
         return self._spot.enqueue(check_work(work))
 
     def execute_lifecycle(self, work: Work) -> ZLinkWorkHandle[Any]:
         """Run lifecycle control (join, leave, relocation) on the Spot queue's lifecycle
         lane: it overtakes waiting application work within the burst limit."""
+        if get_ident() != self._rt.thread_id and self._rt.foreign():  # D-24
+            return self._rt.call_on_loop(partial(self.execute_lifecycle, work))
         self._check_open()
         return self._spot.enqueue_lifecycle(check_work(work))
 
@@ -158,9 +163,8 @@ class ZLinkSpotSerialExecutor(Coordinator):
     ) -> ZLinkWorkHandle[Any]:
         """Run one Actor handler work; the queue path follows the Spot's mode (SE-4).
         The work sees the Actor's state through ``current_snapshot()`` (SE-7)."""
-        if get_ident() != self._rt.thread_id:
-            return self._rt.call_on_loop(partial(self.execute_actor, actor_id, work,
-                                                 payload_bytes))
+        if get_ident() != self._rt.thread_id and self._rt.foreign():  # D-24
+            return self._rt.call_on_loop(partial(self.execute_actor, actor_id, work, payload_bytes))
         self._check_open()
         if type(actor_id) is not str or not actor_id:
             check_id("actor_id", actor_id)
@@ -191,19 +195,25 @@ class ZLinkSpotSerialExecutor(Coordinator):
 
     def execute_timer(self, timer_name: str, work: Work) -> ZLinkWorkHandle[Any]:
         """Run a timer callback: on its own timer queue (PerActor, Entry), or straight
-        on the Spot queue (SpotWide, Instance: no timer queue is made, SE-4.4)."""
+        on the Spot queue (SpotWide, Instance: no timer queue is made, SE-4.4). The
+        closed check, the timer queue's creation and the admission are one step on the
+        owner's loop, whatever thread calls (D-24)."""
+        if get_ident() != self._rt.thread_id and self._rt.foreign():  # D-24
+            return self._rt.call_on_loop(partial(self.execute_timer, timer_name, work))
         self._check_open()
         check_id("timer_name", timer_name)
         check_work(work)
         if self._wide:
             return self._spot.enqueue(work)
-        queue = self._timer_queues.get(timer_name) if self._rt.on_loop_thread() else None
+        queue = self._timer_queues.get(timer_name)
         if queue is None:
             queue = self._lane.run(partial(self._timer_queue, timer_name))
         return queue.enqueue(work)
 
     # ------------------------------------------------------- lane-owned maps
     def _actor_queue(self, actor_id: str) -> ZLinkSerialExecutionQueue:
+        if checks.ON:
+            self._lane.require("actor queue map")
         q = self._actor_queues.get(actor_id)
         if q is None:
             q = self._actor_queues[actor_id] = self._make_queue(
@@ -212,6 +222,8 @@ class ZLinkSpotSerialExecutor(Coordinator):
         return q
 
     def _timer_queue(self, timer_name: str) -> ZLinkSerialExecutionQueue:
+        if checks.ON:
+            self._lane.require("timer queue map")
         q = self._timer_queues.get(timer_name)
         if q is None:
             q = self._timer_queues[timer_name] = self._make_queue(
@@ -266,11 +278,15 @@ class ZLinkSpotSerialExecutor(Coordinator):
         """Remove the Spot: no new work on any entry; every queue is closed and the
         maps are emptied in the same lane turn (SE-2.2, SE-2.4). Accepted work still
         runs to its end. Idempotent."""
-
+        if get_ident() != self._rt.thread_id and self._rt.foreign():  # D-24
+            self._rt.call_on_loop(self.close)
+            return
         if not self._closed:
             self._lane.run(self._close_queues)
 
     def _drop_maps(self) -> None:
+        if checks.ON:
+            self._lane.require("drop maps")
         self._actor_queues.clear()
         self._timer_queues.clear()
 

@@ -23,6 +23,9 @@ How it keeps the protocol's promises
   gets while a command other than ``settle`` is carried out is set by
   ``ZLINK_ADAPTER_PROGRESS`` (``default``, ``lazy``: not at all, ``eager``: until idle);
   the kit's tests run every case in all three, since a case must not depend on it.
+* **A debug build.** The reference's SE-8.1 ownership checks are switched on
+  (``set_ownership_checks``, decision D-25): code that assumes serial ownership and is
+  reached from elsewhere raises ``ZLinkNotOnLaneError`` inside the case that caused it.
 * **Events come from the runtime, on the work's turn.** A work's code emits ``started``,
   ``resumed``, ``finished``, ``failed`` and ``cancelled`` itself, so they are ordered
   against other works exactly as the runtime ran them. ``yielded`` comes from the queue
@@ -79,6 +82,7 @@ from zlink_reference import (
     __version__,
     current_snapshot,
     current_work,
+    set_ownership_checks,
     yield_framework_call,
 )
 from zlink_reference.disposal import ZLinkNotDisposedError, ZLinkRuntime
@@ -1087,6 +1091,9 @@ def _hands_out_queue(obj: Any, name: str) -> bool:
 
 def main() -> int:
     """Run the adapter on this process's standard streams."""
+    # The adapter runs the reference as a debug build: the SE-8.1 ownership checks are
+    # on (D-25), so a case that breaks the serial-ownership premise fails at its cause.
+    set_ownership_checks(True)
     preload = os.environ.get(PRELOAD_VARIABLE)
     if preload:
         try:
