@@ -26,7 +26,7 @@ from zlink_reference import (
     current_work,
     yield_framework_call,
 )
-from zlink_reference.disposal import ZLinkNotDisposedError, run
+from zlink_reference.disposal import ZLinkNotDisposedError, ZLinkRuntime, run
 from zlink_reference.testing import VirtualClock, run_until_idle
 
 from coordinator_errors import unexpected_errors
@@ -248,12 +248,22 @@ async def test_SD_1_dispose_after_timeout_with_nothing_left_starts_no_timer(
 
 
 @pytest.mark.parametrize(("bad", "error"), [(-1, ValueError), ("5", TypeError),
-                                            (float("nan"), ValueError)])
+                                            (float("nan"), ValueError),
+                                            (float("inf"), ValueError)])
 async def test_SD_1_negative_or_bad_timeout_is_refused(bad: Any, error: type) -> None:
     q = ZLinkSerialExecutionQueue(name="q", clock=VirtualClock())
     with pytest.raises(error, match="timeout_ms"):
         q.dispose_after_timeout(bad)
     q.enqueue(lambda: None)  # still open: nothing happened
+
+
+@pytest.mark.parametrize(("bad", "error"), [(-1, ValueError), ("5", TypeError),
+                                            (float("nan"), ValueError),
+                                            (float("inf"), ValueError)])
+def test_SD_5_the_zombie_grace_is_a_finite_bound(bad: Any, error: type) -> None:
+    with pytest.raises(error, match="zombie_grace_ms"):
+        ZLinkRuntime(zombie_grace_ms=bad)
+    assert ZLinkRuntime(zombie_grace_ms=0).zombie_grace_ms == 0
 
 
 # ---------------------------------------------------------------- SD-3 waiting

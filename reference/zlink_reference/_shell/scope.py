@@ -175,8 +175,10 @@ class ScopeMixin:
         ``dispose`` does (SD-1). With nothing left, no timer is started."""
         if isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int | float):
             raise TypeError(f"timeout_ms must be a number, got {timeout_ms!r}")
-        if math.isnan(timeout_ms) or timeout_ms < 0:
-            raise ValueError(f"timeout_ms must be >= 0, got {timeout_ms} (SD-1)")
+        if not math.isfinite(timeout_ms) or timeout_ms < 0:
+            # A bound that never expires is no bound: dispose_safely is that call.
+            raise ValueError(f"timeout_ms must be a finite number >= 0 (infinity is not "
+                             f"allowed), got {timeout_ms} (SD-1)")
         if not self._rt.on_loop_thread():
             self._rt.call_on_loop(lambda: self.dispose_after_timeout(timeout_ms))
             return

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import math
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
@@ -46,8 +47,10 @@ class ZLinkRuntime:
                  ) -> None:
         if isinstance(zombie_grace_ms, bool) or not isinstance(zombie_grace_ms, int | float):
             raise TypeError(f"zombie_grace_ms must be a number, got {zombie_grace_ms!r}")
-        if zombie_grace_ms < 0:
-            raise ValueError(f"zombie_grace_ms must be >= 0, got {zombie_grace_ms}")
+        if not math.isfinite(zombie_grace_ms) or zombie_grace_ms < 0:
+            # The runtime end is bounded (SD-5): an endless grace would let zombies hold it.
+            raise ValueError(f"zombie_grace_ms must be a finite number >= 0 (infinity is "
+                             f"not allowed), got {zombie_grace_ms} (SD-5)")
         self.zombie_grace_ms = zombie_grace_ms
         self.clock = clock if clock is not None else MonotonicClock()
         self.scopes: list[ScopeMixin] = []
