@@ -524,3 +524,33 @@ async def test_SE_6_5_owners_that_feed_each_other_let_a_timer_run() -> None:
         await asyncio.sleep(0)
     assert fired_at and fired_at[0] <= 3, (fired_at, hops)
     await run_until_idle()
+
+
+async def test_SE_5_2_each_awaiter_of_a_handle_waits_on_its_own_view() -> None:
+    """Three awaiters of one handle: one cancelled, one timed out; the third and the
+    work itself are untouched, and every accepted work still ends once."""
+    gate = asyncio.Event()
+    q = ZLinkSerialExecutionQueue(name="q")
+
+    async def work() -> str:
+        await gate.wait()
+        return "done"
+
+    h = q.enqueue(work)
+
+    async def await_it() -> str:
+        return await h
+
+    cancelled = asyncio.ensure_future(await_it())
+    kept = asyncio.ensure_future(await_it())
+    await asyncio.sleep(0)
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(await_it(), 0.01)
+    cancelled.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await cancelled
+    assert not kept.done() and not h.done()
+    gate.set()
+    assert await kept == "done" and await h == "done"
+    q.close()
+    await q.await_quiescence()

@@ -98,12 +98,14 @@ get_ident = threading.get_ident
 class _HandleAux:
     """The parts of a handle most works never need, allocated on first use."""
 
-    __slots__ = ("awaiting", "callbacks", "fut", "gates", "label", "permit", "quiet")
+    __slots__ = ("awaiting", "callbacks", "gates", "label", "permit", "quiet", "waiters")
 
     def __init__(self) -> None:
         self.quiet = False
         self.awaiting: object = None  # what the work waits on while suspended
-        self.fut: asyncio.Future[None] | None = None
+        # One future per awaiter of the handle: cancelling one awaiter (a timeout, a
+        # cancelled task) cancels its own future only, never the others' or the work.
+        self.waiters: list[asyncio.Future[None]] | None = None
         self.callbacks: list[Callable[[Any], None]] | None = None
         self.permit: asyncio.Future[None] | None = None
         self.gates: tuple[object, ...] | None = None
@@ -232,10 +234,15 @@ class ZLinkWorkHandle(WorkRecord, Generic[T]):
         if self._outcome == PENDING:
             _check_reentrancy(self, held_turn=True)
             aux = self._extra()
-            fut = aux.fut
-            if fut is None or fut.done():
-                fut = aux.fut = self._queue._rt.loop.create_future()
-            yield from fut.__await__()
+            fut: asyncio.Future[None] = self._queue._rt.loop.create_future()
+            if aux.waiters is None:
+                aux.waiters = []
+            aux.waiters.append(fut)
+            try:
+                yield from fut.__await__()
+            finally:
+                if aux.waiters is not None and fut in aux.waiters:
+                    aux.waiters.remove(fut)  # this awaiter gave up (cancelled)
         return self.result()
 
     def _settle(self, outcome: int, value: Any) -> None:
@@ -244,9 +251,10 @@ class ZLinkWorkHandle(WorkRecord, Generic[T]):
         self._work = None
         aux = self._aux
         if aux is not None:
-            fut = aux.fut
-            if fut is not None and not fut.done():
-                fut.set_result(None)
+            waiters, aux.waiters = aux.waiters, None
+            for fut in waiters or ():
+                if not fut.done():
+                    fut.set_result(None)
             if aux.callbacks is not None:
                 loop = self._queue._rt.loop
                 for cb in aux.callbacks:
