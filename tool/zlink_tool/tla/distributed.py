@@ -34,7 +34,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Final
 
-from .runner import ManifestEntry, TlcOutcome, config_names, parse_tlc_output
+from .runner import ManifestEntry, TlcOutcome, config_names, parse_tlc_output, wait_or_kill
 
 __all__ = [
     "DEFAULT_PORT",
@@ -151,19 +151,10 @@ def serve(entry: ManifestEntry, models_dir: Path, java: str, jar: Path, *,
                         worker_command(java, jar, host, port=port, threads=worker_threads,
                                        advertise=host),
                         stdout=sink, stderr=subprocess.STDOUT, text=True))
-        try:
-            code = server.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
-            code = -1
+        code = wait_or_kill(server, timeout)
         reader.join(timeout=10)
         for proc in workers:
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            wait_or_kill(proc, 30)
         # A violation is found, and named, by the worker that found it: the server
         # prints only the trace. The local workers' output is read with the server's.
         output = "".join(lines) + "".join(
@@ -181,12 +172,8 @@ def serve(entry: ManifestEntry, models_dir: Path, java: str, jar: Path, *,
         if code == -1:
             outcome = TlcOutcome(-1, "error", detail=f"timed out after {timeout:.0f} s")
     finally:
-        for proc in workers:
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        for proc in workers:  # on the way out after an error: nothing left running
+            wait_or_kill(proc, 30)
         shutil.rmtree(scratch, ignore_errors=True)
     elapsed = time.monotonic() - started
     return DistributedResult(entry, outcome, elapsed, _compare(entry, outcome), output)

@@ -323,6 +323,17 @@ def write_manifest(path: Path, data: Mapping[str, Any]) -> None:
 
 
 # ------------------------------------------------------------------------ tools
+def wait_or_kill(proc: subprocess.Popen[str], timeout: float | None) -> int:
+    """The exit status of ``proc`` once it ends within ``timeout`` seconds; otherwise it
+    is killed and reaped, and the status is -1 (a run that gave no verdict in time)."""
+    try:
+        return proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        return -1
+
+
 def find_java(env: Mapping[str, str] | None = None) -> str:
     """The ``java`` to run TLC with: ``$JAVA_HOME/bin/java`` if that exists, else the
     first ``java`` on ``PATH``. Raises ``ToolMissingError`` saying how to install one."""
@@ -683,12 +694,7 @@ def _stream(argv: list[str], cwd: Path, timeout: float, entry: ManifestEntry,
     reader.start()
     beater = threading.Thread(target=beat, daemon=True)
     beater.start()
-    try:
-        code = proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-        code = -1
+    code = wait_or_kill(proc, timeout)
     done.set()
     reader.join(timeout=10)
     return "".join(lines), code
