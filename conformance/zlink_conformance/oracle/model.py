@@ -130,7 +130,6 @@ LIFECYCLE_ENTRIES: Final = frozenset(
     {"execute_lifecycle", "enqueue_lifecycle", "execute_control", "execute_infrastructure"})
 PAYLOAD_ENTRIES: Final = frozenset(
     {"execute_actor", "execute_application", "enqueue_with_payload_bytes"})
-TURN_EVENTS: Final = TURN_WIRE_EVENTS
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -615,7 +614,7 @@ class _Replay:
         if name == "yielded":
             self._call_of[work] = str(msg.get("call"))
         failures = self.engine.advance(partial(self._apply, name=str(name), info=info, msg=msg))
-        if name in TURN_EVENTS:
+        if name in TURN_WIRE_EVENTS:
             self.shared.last_turn_event[info.route.run] = pos
         if failures:
             return self._divergence(pos, msg, failures)

@@ -153,14 +153,15 @@ def run(args: argparse.Namespace) -> int:
     if action is None:
         args.models_parser.print_help()
         return 2
-    if args.manifest is None:
+    path: Path | None = args.manifest
+    if path is None:
         where = layout()
         if getattr(args, "update", False) and where.source == "shipped":
             print("zlink models: --update rewrites the manifest, and this one is the copy "
                   f"installed with the tool ({where.models}); run it in a checkout, or set "
                   "ZLINK_ROOT to one", file=sys.stderr)
             return 2
-    path: Path = args.manifest or layout().models / "manifest.json"
+        path = where.models / "manifest.json"
     try:
         manifest = load_manifest(path, getattr(args, "profile", "ci"))
     except ManifestError as exc:
