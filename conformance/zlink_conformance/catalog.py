@@ -307,6 +307,13 @@ class _Builder:
                 self.submit(sub, f"{where}.submissions[{i}]", self.command_id)
         elif target is not None and target not in self.targets:
             self.problems.append(f"{where}: target {target!r} is not created before this step")
+        if name == "await" and msg.get("mode") == "quiescence":
+            # await_quiescence is a bare queue's (SE-6.2), not a scope's disposal.
+            self.needs.add("queue_observation")
+            if target in self.targets and self.targets[str(target)].type != "queue":
+                self.problems.append(f"{where}: await mode quiescence needs a bare queue "
+                                     f"target")
+            name = "await_quiescence"
         needs = {"advance": "virtual_clock", "register": "snapshots",
                  "update_registration": "snapshots", "dispose": "disposal",
                  "as_not_safely": "disposal", "await": "disposal",
@@ -316,7 +323,7 @@ class _Builder:
             self.needs.add(needs[name])
         if name in ("complete", "fail"):
             self.needs.add("yield")
-        if name in ("await", "runtime_end"):
+        if name in ("await", "await_quiescence", "runtime_end"):
             waiter = str(msg.get("waiter"))
             if waiter in self.waiters:
                 self.problems.append(f"{where}: waiter {waiter!r} is used twice")
@@ -394,6 +401,9 @@ class _Builder:
         elif name == "wait_for":
             self.needs.add("reentrancy_detection")
             self.mentioned.append((str(op["work"]), where))
+        elif name == "is_current":
+            self.needs.add("queue_observation")
+            self.queue_named(str(op["target"]), where)
 
     def check(self, obj: Any, where: str) -> Check | None:
         check, found = parse_check(obj, where)
@@ -405,10 +415,22 @@ class _Builder:
             self.mentioned.append((work, where))
         if check.kind == "members":
             self.needs.add("member_listing")
+        if check.kind == "off_submitter_stack":
+            self.needs.add("submitter_stack")
+        if check.kind == "is_current":
+            self.needs.add("queue_observation")
+            self.queue_named(str(check.fields["queue"]), where)
         if check.kind == "waiter" and check.fields["waiter"] not in self.waiters:
             self.problems.append(f"{where}: waiter {check.fields['waiter']!r} is not started "
                                  f"by an earlier await or runtime_end")
         return check
+
+    def queue_named(self, name: str, where: str) -> None:
+        """``is_current`` asks a bare queue: the target must be one, created by then."""
+        target = self.targets.get(name)
+        if target is None or target.type != "queue":
+            self.problems.append(f"{where}: {name!r} is not a bare queue created before "
+                                 f"this step")
 
     def attribute(self, check: Check, where: str) -> Check:
         """Give the check its rule (its own, else the case's first), that rule's sentence

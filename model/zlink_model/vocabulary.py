@@ -207,6 +207,7 @@ WIRE_EVENTS: Final[tuple[WireEvent, ...]] = (
     WireEvent("error", (), "an operation of the work raised one of the protocol's errors"),
     WireEvent("waited", (), "a wait of the work for another work returned"),
     WireEvent("snapshot", (), "the work read its Actor's registration"),
+    WireEvent("current", (), "the work asked a bare queue whether it holds that queue's turn"),
     WireEvent("returned", (), "a waiter the adapter started returned"),
     WireEvent("fault", (), "the runtime's own guard reported a broken rule"),
 )

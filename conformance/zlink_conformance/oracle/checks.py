@@ -61,6 +61,8 @@ CHECK_FIELDS: Final[Mapping[str, Mapping[str, str]]] = {
     "members": {},
     "admitted": {"works": "!works", "accepted": "!count",
                  "reason": "!enum:" + "|".join(REJECT_REASONS)},
+    "off_submitter_stack": {"works": "!works"},
+    "is_current": {"work": "!id", "queue": "!id", "current": "!bool"},
 }
 
 
@@ -87,6 +89,11 @@ KIND_REASONS: Final[Mapping[str, str]] = {
     "members": "no public member of a coordinator may hand out one of its queues",
     "admitted": "exactly this many of the racing submissions must be admitted, the others "
                 "refused for this reason",
+    "off_submitter_stack": "each of these works must start only after the submit call "
+                           "that admitted it returned, never inside it on the submitter's "
+                           "stack",
+    "is_current": "every time the work asks whether it holds the queue's turn, the answer must "
+               "be exactly this",
     "reply": "the command's reply must report exactly these values",
 }
 
@@ -477,11 +484,48 @@ def _admitted(f: Mapping[str, Any], log: CaseLog, ctx: CheckContext) -> list[str
     return out
 
 
+def _off_submitter_stack(f: Mapping[str, Any], log: CaseLog, ctx: CheckContext) -> list[str]:
+    """SE-6.5: each work started, and its ``started`` says it did not begin inside the
+    submit call that admitted it (the adapter marks it, capability submitter_stack)."""
+    out = []
+    for work in f["works"]:
+        starts = [(pos, e) for pos, e in log.of(work) if e.name == "started"]
+        if not starts:
+            out.append(f"{work} never started ({log.describe(work)})")
+            continue
+        pos, event = starts[0]
+        marker = event.fields.get("on_submitter_stack")
+        if marker is None:
+            out.append(f"{work}: started@{pos} does not say whether it ran on the "
+                       f"submitter's stack (field on_submitter_stack, capability "
+                       f"submitter_stack)")
+        elif marker:
+            out.append(f"{work}: started@{pos} inside the submit call, on the submitter's "
+                       f"stack ({log.describe(work)})")
+    return out
+
+
+def _is_current(f: Mapping[str, Any], log: CaseLog, ctx: CheckContext) -> list[str]:
+    """SE-6.2 ``is_current``: every answer the work got about ``queue`` is ``current``."""
+    work, queue, want = f["work"], f["queue"], f["current"]
+    answers = [(pos, e.fields["current"]) for pos, e in log.of(work)
+               if e.name == "current" and e.fields.get("target") == queue]
+    if not answers:
+        return [f"{work}: never reported whether it holds {queue}'s turn "
+                f"({log.describe(work)})"]
+    wrong = [f"current@{pos}={str(got).lower()}" for pos, got in answers if got != want]
+    if wrong:
+        return [f"{work}: expected is_current of {queue} to be {str(want).lower()}, got "
+                f"{' '.join(wrong)} ({log.describe(work)})"]
+    return []
+
+
 _EVALUATORS: Final[Mapping[str, Evaluator]] = {
     "status": _status, "order": _order, "start_order": _start_order, "overlap": _overlap,
     "no_overlap": _no_overlap, "rejected": _rejected, "errors": _errors, "waited": _waited,
     "snapshots": _snapshots, "events": _events, "failed": _failed, "waiter": _waiter,
     "zombies": _zombies, "surface": _surface, "members": _members, "admitted": _admitted,
+    "off_submitter_stack": _off_submitter_stack, "is_current": _is_current,
 }
 assert set(_EVALUATORS) == set(CHECK_FIELDS)
 assert set(KIND_REASONS) == {*CHECK_FIELDS, "reply"}

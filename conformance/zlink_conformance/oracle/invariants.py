@@ -21,6 +21,9 @@ VerdictBeforeReply        SE-6.3      a submission's accepted/rejected event com
                                       before the reply to its ``submit`` command
 NoFault                   SE-1.1      the runtime reported no broken invariant of its own
                                       (a ``fault`` event)
+OffSubmitterStack         SE-6.5      no ``started`` says the work began inside the
+                                      submit call that admitted it (an adapter with
+                                      capability submitter_stack marks every start)
 ========================  ==========  ===================================================
 
 A later model oracle replays the same log through the reference protocol core; these are
@@ -45,6 +48,7 @@ INVARIANTS: Mapping[str, str] = {
     "CancelledOnOwnTurn": "D-8",
     "VerdictBeforeReply": "SE-6.3",
     "NoFault": "SE-1.1",
+    "OffSubmitterStack": "SE-6.5",
 }
 MAX_REPORTED = 12
 
@@ -54,7 +58,8 @@ _MOVES: Mapping[str, Mapping[str, str]] = {
     "queued": {"started": "running", "cancelled": "done", "zombie": "",
                "zombie_warning": ""},
     "running": {"yielded": "yielded", "finished": "done", "failed": "done", "cancelled": "done",
-                "snapshot": "", "error": "", "waited": "", "zombie": "", "zombie_warning": ""},
+                "snapshot": "", "current": "", "error": "", "waited": "", "zombie": "",
+                "zombie_warning": ""},
     "yielded": {"resumed": "running", "zombie": "", "zombie_warning": ""},
     "rejected": {},
     "done": {},
@@ -83,6 +88,7 @@ def check_invariants(log: CaseLog, works: Mapping[str, WorkInfo]) -> list[str]:
     started: set[str] = set()
     holder: dict[str, str] = {}  # owner -> work holding its turn
     claim: dict[str, str] = {}  # Actor claim -> work in progress
+    inline: set[str] = set()  # started on the submitter's stack, verdict still to come
     for pos, ev in log.events:
         if len(out) >= MAX_REPORTED:
             break
@@ -99,6 +105,18 @@ def check_invariants(log: CaseLog, works: Mapping[str, WorkInfo]) -> list[str]:
                        f"which this case never submitted")
             continue
         now = state.get(work, "new")
+        if ev.name == "started" and ev.fields.get("on_submitter_stack") is True:
+            out.append(f"{_label('OffSubmitterStack')} {work} started@{pos} inside the "
+                       f"submit call that admitted it, on the submitter's stack: the drain "
+                       f"must be posted, never run by the submitter")
+            if now == "new":
+                # Its verdict can only come once the submit call returns: judged above,
+                # not again as a lifecycle out of order.
+                inline.add(work)
+                now = "queued"
+        elif ev.name in ("accepted", "rejected") and work in inline:
+            inline.discard(work)
+            continue
         nxt = _MOVES[now].get(ev.name)
         if nxt is None:
             if now == "yielded" and ev.name == "cancelled":

@@ -35,7 +35,7 @@ event                  transition(s) in the model
 ``zombie``             ``dispose_safely`` (or a cancelling disposal, or the runtime end)
                        must have reached the work's target first (SD-1, SD-2); so must
                        it for ``zombie_warning``
-``snapshot``, ``error``, ``waited``   the work must hold its turn
+``snapshot``, ``current``, ``error``, ``waited``   the work must hold its turn
 =====================  ====================================================================
 
 Commands shape the model too: ``close`` and ``dispose`` close and dispose each queue of
@@ -609,6 +609,10 @@ class _Replay:
         if not isinstance(work, str) or work not in self.shared.works:
             return None  # fault, returned, or unknown works: the invariants report those
         info = self.shared.works[work]
+        if name == "started" and msg.get("on_submitter_stack") is True:
+            # The work ran inside its submit call, before its verdict could be written:
+            # SE-6.5's invariant and checks judge that; the model has no step for it.
+            raise _UndecidedError(f"{work} started@{pos} on the submitter's stack (SE-6.5)")
         if name == "accepted":
             self.shared.accepted_at[work] = pos
         if name == "yielded":
@@ -673,7 +677,7 @@ class _Replay:
             self._end_claim(world, info, COMPLETED if name == "finished" else FAILED)
         elif name == "cancelled":
             self._cancelled(world, info)
-        elif name in ("snapshot", "error", "waited"):
+        elif name in ("snapshot", "current", "error", "waited"):
             self._holder(world, info, name)
         elif name in ("zombie", "zombie_warning"):
             target = info.target.name

@@ -64,7 +64,8 @@ COMMAND_FIELDS: Final[Mapping[str, Mapping[str, str]]] = {
     "dispose": {"target": "!id", "mode": "!enum:" + "|".join(DISPOSE_MODES),
                 "timeout_ms": "int"},
     "as_not_safely": {"target": "!id"},
-    "await": {"target": "!id", "waiter": "!id", "mode": "!enum:completion|after_cancellation"},
+    "await": {"target": "!id", "waiter": "!id",
+              "mode": "!enum:completion|after_cancellation|quiescence"},
     "runtime_end": {"waiter": "!id", "grace_ms": "int"},
     "statistics": {"target": "!id"},
     "zombies": {"target": "!id"},
@@ -82,6 +83,7 @@ OP_FIELDS: Final[Mapping[str, Mapping[str, str]]] = {
     "wait_for": {"work": "!id"},
     "snapshot": {},
     "raise": {"message": "!string"},
+    "is_current": {"target": "!id"},
 }
 assert tuple(OP_FIELDS) == OPS
 

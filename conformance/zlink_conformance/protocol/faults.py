@@ -43,7 +43,8 @@ def first_events(events: Sequence[Event], limit: int = 3) -> str:
 
 def verdict_order_faults(events: Sequence[tuple[int, Event]]) -> list[str]:
     """AP-7: a work whose ``accepted``/``rejected`` came after another event of it. The
-    runtime cannot run a work it has not admitted; the adapter wrote the verdict late."""
+    runtime cannot run a work it has not admitted; the adapter wrote the verdict late,
+    unless the work's ``started`` says it ran on the submitter's stack."""
     first: dict[str, tuple[int, Event]] = {}
     out = []
     for pos, event in events:
@@ -55,6 +56,10 @@ def verdict_order_faults(events: Sequence[tuple[int, Event]]) -> list[str]:
             continue
         if event.name in ("accepted", "rejected"):
             before_pos, before = first[work]
+            # A work its runtime ran inside the submit call (SE-6.5) starts before the
+            # entry returns the verdict: the runtime's fault, judged by SE-6.5's checks.
+            if before.fields.get("on_submitter_stack") is True:
+                continue
             if before.name not in ("accepted", "rejected"):
                 out.append(adapter_fault(
                     "AP-7", f"{work}: {event.name}@{pos} was written after "

@@ -147,6 +147,14 @@ CAPABILITIES: Final[Mapping[str, str]] = {
         "the handshake's `members`: each coordinator's public members beyond its entry "
         "points, and whether one hands out a queue"
     ),
+    "submitter_stack": (
+        "every `started` says whether the work's code began on the submitter's stack "
+        "(`on_submitter_stack`, SE-6.5)"
+    ),
+    "queue_observation": (
+        "a bare queue's `is_current` (the `is_current` op) and `await_quiescence` (`await` "
+        "mode `quiescence`), SE-6.2"
+    ),
 }
 
 COMMANDS: Final = (
@@ -154,7 +162,7 @@ COMMANDS: Final = (
     "advance", "register", "update_registration", "settle", "close", "dispose", "as_not_safely",
     "await", "runtime_end", "statistics", "zombies", "shutdown",
 )
-OPS: Final = ("gate", "call", "busy", "submit", "wait_for", "snapshot", "raise")
+OPS: Final = ("gate", "call", "busy", "submit", "wait_for", "snapshot", "raise", "is_current")
 # The three disposal calls (the core transitions of the same names) and the Actor's
 # destroy, which disposes its scope.
 DISPOSE_MODES: Final = (*DISPOSALS, "destroy")
@@ -173,7 +181,7 @@ REPLY_ERROR_KINDS: Final = (
 class FieldSpec:
     """One field of an event: its JSON type and, for strings, what it may hold."""
 
-    kind: str  # "id", "owner", "string", "enum", "int", "object", "id_list", "string_list"
+    kind: str  # "id", "owner", "string", "enum", "int", "bool", "object", "id_list", "string_list"
     required: bool = True
     choices: tuple[str, ...] = ()
 
@@ -187,7 +195,8 @@ EVENT_FIELDS: Final[Mapping[str, Mapping[str, FieldSpec]]] = {
     "accepted": {"work": _WORK, "owner": _OWNER},
     "rejected": {"work": _WORK, "owner": _OWNER,
                  "reason": FieldSpec("enum", choices=REJECT_REASONS)},
-    "started": {"work": _WORK, "owner": _OWNER},
+    "started": {"work": _WORK, "owner": _OWNER,
+                "on_submitter_stack": FieldSpec("bool", required=False)},
     "yielded": {"work": _WORK, "owner": _OWNER, "call": FieldSpec("id")},
     "resumed": {"work": _WORK, "owner": _OWNER},
     "finished": {"work": _WORK, "owner": _OWNER},
@@ -198,6 +207,8 @@ EVENT_FIELDS: Final[Mapping[str, Mapping[str, FieldSpec]]] = {
     "waited": {"work": _WORK, "owner": _OWNER, "target": FieldSpec("id"),
                "outcome": FieldSpec("enum", choices=OUTCOMES)},
     "snapshot": {"work": _WORK, "owner": _OWNER, "values": FieldSpec("object")},
+    "current": {"work": _WORK, "owner": _OWNER, "target": FieldSpec("id"),
+                "current": FieldSpec("bool")},
     "zombie": {"work": _WORK, "owner": _OWNER},
     "zombie_warning": {"work": _WORK, "owner": _OWNER},
     "fault": {"message": FieldSpec("string")},
@@ -288,6 +299,7 @@ _FIELD_KINDS: Final[Mapping[str, tuple[Any, str]]] = {
               "an owner name like S, S/actor:A or S/timer:t"),
     "string": (lambda v: isinstance(v, str), "a string"),
     "int": (lambda v: _is_int(v) and v >= 0, "a non-negative integer"),
+    "bool": (lambda v: isinstance(v, bool), "true or false"),
     "object": (lambda v: isinstance(v, dict), "a JSON object"),
     "id_list": (lambda v: isinstance(v, list) and all(_is_name(x) for x in v),
                 "a list of names"),

@@ -586,6 +586,7 @@ class ReferenceAdapter:
             raise CommandError("bad_command", "script must be a list of ops")
         ws = WorkState(work_id, target.name)
         fn = self._make_work(ws, script, latch)
+        _SUBMITTING.depth = getattr(_SUBMITTING, "depth", 0) + 1
         try:
             handle = target.submit(entry, fn, sub)
         except ZLinkRejectedError as exc:
@@ -596,6 +597,8 @@ class ReferenceAdapter:
             return "rejected"
         except (TypeError, ValueError) as exc:
             raise CommandError("bad_command", str(exc)) from None
+        finally:
+            _SUBMITTING.depth -= 1
         handle.label = work_id
         ws.handle = handle
         ws.admit_owner = ws.run_owner = canonical(handle.queue_name)
@@ -732,7 +735,10 @@ class ReferenceAdapter:
 
         async def wait() -> None:
             try:
-                if mode == "completion":
+                if mode == "quiescence":
+                    await cast(ZLinkSerialExecutionQueue, obj).await_quiescence()
+                    self.emit("returned", waiter=waiter)
+                elif mode == "completion":
                     await obj.await_completion()
                     self.emit("returned", waiter=waiter)
                 else:
@@ -741,8 +747,10 @@ class ReferenceAdapter:
             except ZLinkNotDisposedError:
                 self.emit("returned", waiter=waiter, error="not_disposed")
 
-        if mode not in ("completion", "after_cancellation"):
+        if mode not in ("completion", "after_cancellation", "quiescence"):
             raise CommandError("bad_command", f"unknown await mode {mode!r}")
+        if mode == "quiescence" and not isinstance(obj, ZLinkSerialExecutionQueue):
+            raise CommandError("bad_command", "await_quiescence is a bare queue's")
         self._case.waiters[waiter] = self._case.loop.create_task(wait())
         return {}
 
@@ -796,7 +804,7 @@ class ReferenceAdapter:
                     for op in script)
         if not waits and latch is None:
             def run_sync() -> None:
-                self._begin(ws)
+                self._begin(ws, _on_submitter_stack())
                 try:
                     for index, op in enumerate(script):
                         self._sync_op(ws, index, op)
@@ -807,9 +815,10 @@ class ReferenceAdapter:
             return run_sync
 
         async def run_async() -> None:
-            if latch is not None:
+            inline = _on_submitter_stack()  # before any await: where the code began
+            if latch is not None and not inline:
                 await latch.wait()
-            self._begin(ws)
+            self._begin(ws, inline)
             try:
                 for index, op in enumerate(script):
                     if op.get("op") in ("gate", "call", "wait_for"):
@@ -825,13 +834,13 @@ class ReferenceAdapter:
             self._end(ws, "finished")
         return run_async
 
-    def _begin(self, ws: WorkState) -> None:
+    def _begin(self, ws: WorkState, inline: bool) -> None:
         rec = current_work()
         if rec is not None:
             ws.run_owner = canonical(rec.queue_name)
             self._case.records[(rec.queue_name, rec.wid)] = ws
         ws.started = True
-        self.emit("started", work=ws.id, owner=ws.run_owner)
+        self.emit("started", work=ws.id, owner=ws.run_owner, on_submitter_stack=inline)
 
     def _end(self, ws: WorkState, what: str, **fields: Any) -> None:
         if not ws.ended:
@@ -871,6 +880,13 @@ class ReferenceAdapter:
             self.emit("snapshot", work=ws.id, owner=ws.run_owner, values=values)
         elif kind == "raise":
             raise ScriptError(str(op.get("message", "raised")))
+        elif kind == "is_current":
+            target = self.target(op.get("target"))
+            queue = target.obj
+            if not isinstance(queue, ZLinkSerialExecutionQueue):
+                raise ScriptError(f"is_current asks a bare queue, not a {target.type}")
+            self.emit("current", work=ws.id, owner=ws.run_owner, target=target.name,
+                      current=queue.is_current())
         else:
             raise ScriptError(f"unknown op {kind!r}")
 
@@ -978,6 +994,17 @@ class ReferenceAdapter:
         logger.addHandler(ZombieWarnings())
         logger.setLevel(logging.WARNING)
         logger.propagate = False
+
+
+# How many submit calls this thread is inside now. A work whose code begins while it is
+# not zero began on the submitter's stack (SE-6.5 forbids it); a thread of its own, or a
+# later turn of the loop, sees zero. Thread-local, not a context variable: a task copies
+# its context when it is made, which would carry a submitter's count into the work.
+_SUBMITTING = threading.local()
+
+
+def _on_submitter_stack() -> bool:
+    return getattr(_SUBMITTING, "depth", 0) > 0
 
 
 def _name(cmd: Mapping[str, Any], key: str) -> str:

@@ -147,6 +147,38 @@ def _admission_split() -> None:
     ZLinkSerialExecutionQueue.enqueue = patched_enqueue  # type: ignore[method-assign]
 
 
+@mutant("drain_on_submitter_stack", "SE-6.5", "OffSubmitterStack",
+        "a submission that wakes an idle queue runs its drain at once, inside the submit call")
+def _drain_on_submitter_stack() -> None:
+    from zlink_reference._shell import queue as shell_queue
+    from zlink_reference._shell.queue import ZLinkSerialExecutionQueue, ZLinkWorkHandle
+
+    def patched_submit(self: Any, work: Any, lane: int, payload: int, barrier: bool) -> Any:
+        rt = self._rt
+        if shell_queue.get_ident() != rt.thread_id and not rt.on_loop_thread():
+            return rt.call_on_loop(lambda: patched_submit(self, work, lane, payload, barrier))
+        if not callable(work):
+            raise TypeError(f"work must be a zero-argument callable, got {work!r}")
+        rec: Any = ZLinkWorkHandle(self, work)
+        if self._core.admit(rec, lane, payload, barrier):
+            self._drain()  # bug: the drain runs on the submitter's stack, not posted
+        return rec
+
+    def patched_enqueue(self: Any, work: Any) -> Any:
+        return patched_submit(self, work, 0, 0, False)
+
+    def patched_transfer(self: Any, work: Any, gates: tuple[object, ...]) -> Any:
+        rec: Any = ZLinkWorkHandle(self, work)
+        rec._gates = gates
+        if self._core.transfer(rec):
+            self._drain()  # the same bug on the SpotWide Actor path's second stage
+        return rec
+
+    ZLinkSerialExecutionQueue._submit = patched_submit  # type: ignore[method-assign]
+    ZLinkSerialExecutionQueue.enqueue = patched_enqueue  # type: ignore[method-assign]
+    ZLinkSerialExecutionQueue._transfer = patched_transfer  # type: ignore[method-assign]
+
+
 @mutant("lifecycle_ignores_burst", "SE-6.1", "LifecycleBurstBounded",
         "lifecycle work always overtakes application work, whatever the streak")
 def _lifecycle_ignores_burst() -> None:
