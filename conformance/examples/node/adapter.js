@@ -47,6 +47,7 @@ const CAPABILITIES = [
   'disposal',
   'member_listing',
   'queue',
+  'queue_observation',
   'reentrancy_detection',
   'runtime_end',
   'session',
@@ -57,6 +58,7 @@ const CAPABILITIES = [
   'spot.user.per_actor',
   'spot.user.spot_wide',
   'statistics',
+  'submitter_stack',
   'virtual_clock',
   'yield',
   'zombie_listing',
@@ -64,6 +66,11 @@ const CAPABILITIES = [
 ];
 
 const NAME = /^[A-Za-z][A-Za-z0-9_.-]{0,63}$/;
+
+// How many entry calls of the runtime are on the stack now (a work's code that begins
+// while this is not zero began on the submitter's stack: SE-6.5 forbids it, and the
+// `started` event says so). Node runs one thread, so one counter is the thread's.
+let submitting = 0;
 const POLICY_FIELDS = {
   application_message_capacity: 'applicationMessageCapacity',
   application_byte_capacity: 'applicationByteCapacity',
@@ -428,6 +435,7 @@ class Case {
       pendingCall: null, yielded: false,
     };
     let handle;
+    submitting += 1;
     try {
       handle = entry(target.obj, this.workFor(ws, script, latch), sub);
     } catch (error) {
@@ -439,6 +447,8 @@ class Case {
       }
       if (error instanceof TypeError || error instanceof RangeError) throw bad(error.message);
       throw error;
+    } finally {
+      submitting -= 1;
     }
     handle.label = id;
     ws.handle = handle;
@@ -464,10 +474,10 @@ class Case {
    *  never waits, so it is a plain synchronous function (a synchronous turn); otherwise
    *  async. */
   workFor(ws, script, latch) {
-    const begin = (turn) => {
+    const begin = (turn, inline) => {
       ws.started = true;
       ws.owner = turn.owner;
-      this.emit('started', { work: ws.id, owner: ws.owner });
+      this.emit('started', { work: ws.id, owner: ws.owner, on_submitter_stack: inline });
     };
     const end = (error) => {
       if (ws.ended) return;
@@ -487,7 +497,7 @@ class Case {
     const waits = script.some((op) => op.op === 'gate' || op.op === 'call' || op.op === 'wait_for');
     if (!waits && latch === null) {
       return (turn) => {
-        begin(turn);
+        begin(turn, submitting > 0);
         try {
           script.forEach((op, index) => this.runOp(ws, turn, index, op));
         } catch (error) {
@@ -498,8 +508,9 @@ class Case {
       };
     }
     return async (turn) => {
-      if (latch !== null) await latch;
-      begin(turn);
+      const inline = submitting > 0; // read before the first await: where the code began
+      if (latch !== null && !inline) await latch;
+      begin(turn, inline);
       try {
         for (const [index, op] of script.entries()) {
           if (op.op === 'gate') await this.runGate(turn, op);
@@ -522,6 +533,12 @@ class Case {
         return;
       case 'raise':
         throw new ScriptError(op.message);
+      case 'is_current': {
+        const target = this.target(op.target);
+        if (target.type !== 'queue') throw new ScriptError(`is_current asks a bare queue, not a ${target.type}`);
+        this.emit('current', { work: ws.id, owner: ws.owner, target: target.name, current: target.obj.isCurrent() });
+        return;
+      }
       case 'snapshot':
         this.emit('snapshot', { work: ws.id, owner: ws.owner, values: { ...(turn.snapshot?.values ?? {}) } });
         return;
@@ -596,6 +613,7 @@ function checkScript(script) {
     if (op.op === 'gate') nameOf(op, 'gate');
     else if (op.op === 'call') nameOf(op, 'call');
     else if (op.op === 'wait_for') nameOf(op, 'work');
+    else if (op.op === 'is_current') nameOf(op, 'target');
     else if (op.op === 'busy') checkMs(op.ms);
     else if (op.op === 'raise') {
       if (typeof op.message !== 'string') throw bad('raise needs a message');
@@ -864,7 +882,11 @@ const COMMANDS = {
     const { obj } = c.target(cmd.target);
     const waiter = nameOf(cmd, 'waiter');
     if (c.waiters.has(waiter)) throw bad(`waiter ${waiter} exists`);
-    if (cmd.mode === 'completion') {
+    if (cmd.mode === 'quiescence') {
+      if (c.target(cmd.target).type !== 'queue') throw bad('await_quiescence is a bare queue\'s');
+      c.waiters.add(waiter);
+      obj.awaitQuiescence().then(() => c.emit('returned', { waiter }));
+    } else if (cmd.mode === 'completion') {
       c.waiters.add(waiter);
       obj.awaitCompletion().then(() => c.emit('returned', { waiter }));
     } else if (cmd.mode === 'after_cancellation') {

@@ -34,6 +34,14 @@
 
 import { AsyncLocalStorage } from 'node:async_hooks';
 
+// Deliberate bugs, named in ZLINK_NODE_BUG (comma-separated), each breaking one rule; the
+// conformance kit's tests switch them on to show that the suite catches them.
+const KNOWN_BUGS = ['drain_on_submitter_stack'];
+const BUGS = new Set((process.env.ZLINK_NODE_BUG ?? '').split(',').filter(Boolean));
+for (const name of BUGS) {
+  if (!KNOWN_BUGS.includes(name)) throw new Error(`ZLINK_NODE_BUG: unknown bug ${name}; known: ${KNOWN_BUGS}`);
+}
+
 // ---------------------------------------------------------------------------- policy
 
 const MIB = 1024 * 1024;
@@ -870,6 +878,10 @@ export class ZLinkSerialExecutionQueue extends ZLinkScope {
   _wake() {
     if (this._draining || this._drainScheduled) return;
     this._drainScheduled = true;
+    if (BUGS.has('drain_on_submitter_stack')) {
+      this._drain(); // the bug: the drain runs at once, inside the submit call
+      return;
+    }
     this._rt.post(() => this._drain());
   }
 

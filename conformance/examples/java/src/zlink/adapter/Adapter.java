@@ -96,9 +96,10 @@ public final class Adapter {
     List<String> capabilities() {
         List<String> caps = new ArrayList<>(List.of(
             "actor", "concurrent_submission", "disposal", "member_listing", "queue",
-            "reentrancy_detection", "runtime_end", "session", "snapshots", "spot.entry",
-            "spot.instance", "spot.user.per_actor", "spot.user.spot_wide", "statistics",
-            "virtual_clock", "yield", "zombie_listing", "zombie_warning"));
+            "queue_observation", "reentrancy_detection", "runtime_end", "session", "snapshots",
+            "spot.entry", "spot.instance", "spot.user.per_actor", "spot.user.spot_wide",
+            "statistics", "submitter_stack", "virtual_clock", "yield", "zombie_listing",
+            "zombie_warning"));
         // One thread serves ready owners first come, first served (D-13); with more, the
         // owners run side by side and a cut slice is not observable, so it is not claimed.
         if (threads == 1) caps.add("single_execution_resource");

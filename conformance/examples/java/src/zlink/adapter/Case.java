@@ -35,6 +35,11 @@ import zlink.executor.ZLinkZombie;
 
 /** Everything one case made; {@code reset} drops it and starts a new one. */
 final class Case implements ZLinkObserver {
+    /** How many entry calls of the runtime this thread is inside now: a work whose code
+     *  begins while it is not zero began on the submitter's stack (SE-6.5 forbids it);
+     *  a pool thread that runs a posted drain sees zero. */
+    private static final ThreadLocal<Integer> SUBMITTING = ThreadLocal.withInitial(() -> 0);
+
     private final Adapter adapter;
     private volatile boolean live = true;
     final ZLinkVirtualClock clock = new ZLinkVirtualClock();
@@ -143,6 +148,7 @@ final class Case implements ZLinkObserver {
         CountDownLatch go = batch != null ? batch : new CountDownLatch(1);
         ScriptRun run = new ScriptRun(this, ws, script, go);
         ZLinkWorkHandle handle;
+        SUBMITTING.set(SUBMITTING.get() + 1);
         try {
             handle = target.submit((String) entry, run::start, sub);
         } catch (ZLinkRejectedException e) {
@@ -153,6 +159,8 @@ final class Case implements ZLinkObserver {
             works.remove(id);
             if (e instanceof Adapter.CommandError) throw (Adapter.CommandError) e;
             throw Adapter.bad(e.getMessage());
+        } finally {
+            SUBMITTING.set(SUBMITTING.get() - 1);
         }
         handle.setLabel(id);
         ws.handle = handle;
@@ -334,8 +342,12 @@ final class Case implements ZLinkObserver {
 
         /** The work: called by the runtime on the work's turn. */
         CompletableFuture<Void> start(ZLinkTurn turn) {
+            // Read before anything else: on this thread, inside the submit call that
+            // admitted this work? (SE-6.5 forbids it.) Such a work must not wait for its
+            // verdict: the submitter writes it only once the call returns.
+            boolean inline = SUBMITTING.get() > 0;
             try {
-                go.await(); // the verdict is written first; the submitter is about to release it
+                if (!inline) go.await(); // the verdict is written first; the submitter is about to release it
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
                 done.completeExceptionally(new CancellationException("case dropped"));
@@ -344,7 +356,7 @@ final class Case implements ZLinkObserver {
             this.turn = turn;
             ws.runOwner = turn.owner();
             ws.started = true;
-            c.emit("started", "work", ws.id, "owner", ws.runOwner);
+            c.emit("started", "work", ws.id, "owner", ws.runOwner, "on_submitter_stack", inline);
             step(0);
             return done;
         }
@@ -385,6 +397,15 @@ final class Case implements ZLinkObserver {
                         c.emit("error", "work", ws.id, "owner", ws.runOwner, "op", (long) i, "kind", "other");
                     }
                     return true;
+                case "is_current": {
+                    Target t = c.target(op.get("target"));
+                    if (!(t.obj instanceof ZLinkSerialExecutionQueue)) {
+                        throw new ScriptError("is_current asks a bare queue, not a " + t.type);
+                    }
+                    boolean current = ((ZLinkSerialExecutionQueue) t.obj).isCurrent();
+                    c.emit("current", "work", ws.id, "owner", ws.runOwner, "target", t.name, "current", current);
+                    return true;
+                }
                 case "snapshot": {
                     var snap = turn.snapshot();
                     Map<String, Object> values = snap == null ? Map.of() : snap.values();
@@ -404,13 +425,13 @@ final class Case implements ZLinkObserver {
             if (!ignoreCancel && turn.cancellationRequested()) throw new CancellationException("cancelled");
             AtomicBoolean once = new AtomicBoolean();
             boolean waits = g.await(() -> {
-                if (once.compareAndSet(false, true)) c.runtime.execute(() -> step(i + 1));
+                if (once.compareAndSet(false, true)) turn.continueWith(() -> step(i + 1));
             });
             if (!waits) return true;
             if (!ignoreCancel) {
                 // A disposal cancels the work at this await point, on its turn (D-17).
                 turn.onCancel(() -> {
-                    if (once.compareAndSet(false, true)) c.runtime.execute(this::cancel);
+                    if (once.compareAndSet(false, true)) turn.continueWith(this::cancel);
                 });
             }
             return false;
@@ -472,14 +493,14 @@ final class Case implements ZLinkObserver {
             AtomicBoolean once = new AtomicBoolean();
             ends.thenAccept(h -> {
                 if (once.compareAndSet(false, true)) {
-                    c.runtime.execute(() -> {
+                    turn.continueWith(() -> {
                         waited(name, h);
                         step(i + 1);
                     });
                 }
             });
             turn.onCancel(() -> {
-                if (once.compareAndSet(false, true)) c.runtime.execute(this::cancel);
+                if (once.compareAndSet(false, true)) turn.continueWith(this::cancel);
             });
             return false;
         }

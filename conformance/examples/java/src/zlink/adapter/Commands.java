@@ -108,6 +108,7 @@ final class Commands {
             if ("gate".equals(kind)) name(op, "gate");
             else if ("call".equals(kind)) name(op, "call");
             else if ("wait_for".equals(kind)) name(op, "work");
+            else if ("is_current".equals(kind)) name(op, "target");
             else if ("busy".equals(kind)) ms(op.get("ms"));
             else if ("raise".equals(kind)) {
                 if (!(op.get("message") instanceof String)) throw Adapter.bad("raise needs a message");
@@ -325,11 +326,16 @@ final class Commands {
         Case.Target t = c.target(cmd.get("target"));
         String waiter = name(cmd, "waiter");
         Object mode = cmd.get("mode");
-        if (!"completion".equals(mode) && !"after_cancellation".equals(mode)) {
+        if (!"completion".equals(mode) && !"after_cancellation".equals(mode) && !"quiescence".equals(mode)) {
             throw Adapter.bad("unknown await mode " + mode);
         }
+        if ("quiescence".equals(mode) && !(t.obj instanceof ZLinkSerialExecutionQueue)) {
+            throw Adapter.bad("await_quiescence is a bare queue's");
+        }
         if (!c.waiters.add(waiter)) throw Adapter.bad("waiter " + waiter + " exists");
-        if ("completion".equals(mode)) {
+        if ("quiescence".equals(mode)) {
+            ((ZLinkSerialExecutionQueue) t.obj).awaitQuiescence().thenRun(() -> c.emit("returned", "waiter", waiter));
+        } else if ("completion".equals(mode)) {
             t.scope.awaitCompletion().thenRun(() -> c.emit("returned", "waiter", waiter));
         } else {
             t.scope.awaitAfterCancellation().whenComplete((errors, error) -> {

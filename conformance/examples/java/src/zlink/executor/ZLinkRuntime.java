@@ -36,7 +36,8 @@ public final class ZLinkRuntime {
     static final Set<String> BUGS = parseBugs(System.getenv("ZLINK_JAVA_BUG"));
     /** Every name {@link #BUGS} understands. */
     public static final List<String> KNOWN_BUGS = List.of(
-        "admission_not_atomic", "lifecycle_ignores_burst_limit", "count_after_wake");
+        "admission_not_atomic", "lifecycle_ignores_burst_limit", "count_after_wake",
+        "drain_on_submitter_stack");
 
     private static final ThreadLocal<ZLinkRuntime> CURRENT = new ThreadLocal<>();
 
@@ -127,6 +128,18 @@ public final class ZLinkRuntime {
         }
         countIn();
         submit(() -> run(task));
+    }
+
+    /** The drain of a queue that just became busy: posted to the execution resource,
+     *  never run by the submitter (SE-6.5). The bug {@code drain_on_submitter_stack} runs
+     *  it here, on the submitting thread, inside the submit call. */
+    void executeDrain(Runnable drain) {
+        if (bug("drain_on_submitter_stack")) {
+            countIn();
+            run(drain);
+            return;
+        }
+        execute(drain);
     }
 
     private void submit(Runnable wrapped) {

@@ -222,7 +222,7 @@ public final class ZLinkSerialExecutionQueue extends ZLinkScope {
                 lock.unlock();
             }
         }
-        if (wake) rt.execute(this::drain); // outside the lock (SE-6.5)
+        if (wake) rt.executeDrain(this::drain); // outside the lock (SE-6.5)
         return rec;
     }
 
@@ -249,7 +249,7 @@ public final class ZLinkSerialExecutionQueue extends ZLinkScope {
             ended(rec, ZLinkWorkHandle.CANCELLED, new CancellationException("disposed before it started"));
             return;
         }
-        if (wake) rt.execute(this::drain);
+        if (wake) rt.executeDrain(this::drain);
     }
 
     /** Accept (null) or the reason to reject one submission (SE-6.3): closed wins over
@@ -406,6 +406,11 @@ public final class ZLinkSerialExecutionQueue extends ZLinkScope {
         } finally {
             RUNNING_NOW.set(outer);
         }
+    }
+
+    /** A work's continuation, run as that work (see {@link ZLinkTurn#continueWith}). */
+    void continueAs(ZLinkWorkHandle rec, Runnable r) {
+        runAs(rec, r);
     }
 
     private void runAs(ZLinkWorkHandle rec, Runnable r) {

@@ -68,6 +68,17 @@ public final class ZLinkTurn {
         return other.whenDone();
     }
 
+    /**
+     * Continue this work's code after something the runtime does not see released it (a
+     * gate opened, a waited-for work ended): handed to the shared execution resource,
+     * counted in flight before any thread can run it ({@link ZLinkRuntime#execute}), and
+     * run as this work, so {@link ZLinkSerialExecutionQueue#isCurrent} and the SE-8.2
+     * check still know who is calling.
+     */
+    public void continueWith(Runnable continuation) {
+        queue.runtime().execute(() -> queue.continueAs(rec, continuation));
+    }
+
     /** Whether a disposal asked this work to stop at its next await point. */
     public boolean cancellationRequested() {
         return rec.cancelRequested();
@@ -75,7 +86,7 @@ public final class ZLinkTurn {
 
     /** Run {@code listener} when a disposal cancels this work while it awaits something
      *  other than a framework call (at once if it was cancelled already; D-17). The
-     *  listener must hand the work's continuation to {@link ZLinkRuntime#execute}. */
+     *  listener must hand the work's continuation to {@link #continueWith}. */
     public void onCancel(Runnable listener) {
         rec.onCancel(listener);
     }
