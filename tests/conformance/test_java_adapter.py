@@ -218,3 +218,24 @@ def test_bad_input_gets_protocol_replies_not_a_crash() -> None:
     assert "mode" in replies[7]["error"]["message"]  # a User Spot needs its mode (SE-1.2)
     assert replies[1]["ok"] and replies[5]["ok"] and replies[8]["ok"] and replies[9]["ok"]
     assert "not JSON" in done.stderr
+
+
+@needs_jdk
+def test_SE_6_5_a_drain_run_on_the_submitting_thread_fails_the_family_on_four_threads(
+        catalogue: Catalogue) -> None:
+    """On a pool of several threads too, a runtime that runs an idle queue's drain on the
+    submitting thread inside the submit call fails every submitter-stack case on SE-6.5;
+    the correct runtime, whose pool threads may start a work before the submit call
+    returns, passes them."""
+    cases = [c for c in catalogue.cases if "submitter_stack" in c.capabilities]
+    assert cases
+    with Runner(adapter_argv(), env={"ZLINK_JAVA_THREADS": "4",
+                                     "ZLINK_JAVA_BUG": "drain_on_submitter_stack"}) as runner:
+        broken = runner.run(cases)
+    for result in broken.results:
+        seen = (result.case.id, result.status, result.messages[:2])
+        assert result.status == "failed", seen
+        assert any(m.startswith("[OffSubmitterStack SE-6.5]") for m in result.messages), seen
+    with Runner(adapter_argv(), env={"ZLINK_JAVA_THREADS": "4"}) as runner:
+        correct = runner.run(cases)
+    assert [(r.case.id, r.messages) for r in correct.results if r.status != "passed"] == []

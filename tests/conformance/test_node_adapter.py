@@ -330,3 +330,20 @@ def test_the_guides_code_excerpts_are_in_the_example() -> None:
     flat = " ".join(source.split())
     for block in blocks:
         assert " ".join(block.split()) in flat, block
+
+
+@needs_node
+def test_SE_6_5_a_drain_run_inside_the_submit_call_fails_every_case_of_the_family(
+        catalogue: Catalogue) -> None:
+    """A single-threaded runtime whose submit runs an idle queue's work synchronously
+    (ZLINK_NODE_BUG=drain_on_submitter_stack) fails each submitter-stack case on SE-6.5,
+    never as an adapter fault."""
+    cases = [c for c in catalogue.cases if "submitter_stack" in c.capabilities]
+    assert cases
+    with Runner(adapter_argv(), env={"ZLINK_NODE_BUG": "drain_on_submitter_stack"}) as runner:
+        report = runner.run(cases)
+    for result in report.results:
+        seen = (result.case.id, result.status, result.messages[:2])
+        assert result.status == "failed", seen
+        assert any(m.startswith("[OffSubmitterStack SE-6.5]") for m in result.messages), seen
+        assert not any("adapter fault" in m for m in result.messages), seen
