@@ -94,7 +94,7 @@ plain = st.dictionaries(st.text("xyz", min_size=1, max_size=2),
 VALID: dict[str, Any] = {
     "id": names, "owner": owners, "string": st.text(max_size=5), "int": st.integers(-1, 5),
     "object": plain, "id_list": st.lists(names, max_size=3),
-    "string_list": st.lists(st.text(max_size=3), max_size=3),
+    "string_list": st.lists(st.text(max_size=3), max_size=3), "bool": st.booleans(),
 }
 ENUMS = {"reason": REJECT_REASONS, "kind": ERROR_KINDS, "outcome": OUTCOMES,
          "error": ERROR_KINDS}

@@ -29,6 +29,7 @@ EXAMPLE = ROOT / "conformance" / "examples" / "java"
 # The capability a pool of several threads cannot honour (D-13: one resource, first come
 # first served); the adapter declares it only when it runs on one thread.
 ONE_THREAD = "single_execution_resource"
+FOUR = "4"  # the pool size the several-threads tests run (and the README names)
 
 JAVAC = shutil.which("javac")
 JAVA = shutil.which("java")
@@ -89,7 +90,7 @@ def test_the_cli_exits_0_without_allow_skips_and_repeats_identically(
 
 @needs_jdk
 def test_a_pool_of_several_threads_passes_all_it_declares(catalogue: Catalogue) -> None:
-    report = run_suite(catalogue, ZLINK_JAVA_THREADS="4")
+    report = run_suite(catalogue, ZLINK_JAVA_THREADS=FOUR)
     assert declared(report) == set(CAPABILITIES) - {ONE_THREAD}
     for result in report.results:
         if ONE_THREAD in result.case.capabilities:
@@ -125,6 +126,14 @@ def test_a_broken_runtime_fails_the_cases_of_the_rule_it_breaks(
     assert any(named in message for result in failed for message in result.messages)
     assert (report.verdict().required_failed == 0) is conforming
     assert not report.success()
+    if conforming:  # the README's numbers for a bug only an optional case can see
+        numbers = re.search(r"\(exit status (\d), `NOT CONFORMING: (\d) optional case\(s\) "
+                            r"failed`\)", (EXAMPLE / "README.md").read_text())
+        assert numbers is not None
+        assert int(numbers.group(2)) == report.verdict().optional_failed
+        assert report.verdict().conformance().startswith(
+            f"NOT CONFORMING: {numbers.group(2)} optional case(s) failed")
+        assert int(numbers.group(1)) == 1  # a FAIL verdict exits 1 (test_run_verdict.py)
     # The cases of rules the bug leaves alone still pass.
     assert any(r.status == "passed" for r in report.results)
 
@@ -146,11 +155,14 @@ def test_settle_that_counts_woken_work_late_is_caught(
     assert "[model NoLostWakeup SE-6.5] settle reply" in out
 
 
+UNKNOWN_BUG_STATUS = 2  # the README says so; this test holds the adapter to it
+
+
 @needs_jdk
 def test_an_unknown_bug_name_stops_the_adapter() -> None:
     done = subprocess.run(adapter_argv(), input="", capture_output=True, text=True,
                           timeout=120, env={**os.environ, "ZLINK_JAVA_BUG": "no_such_bug"})
-    assert done.returncode == 2
+    assert done.returncode == UNKNOWN_BUG_STATUS
     assert "no_such_bug" in done.stderr
 
 
@@ -229,13 +241,41 @@ def test_SE_6_5_a_drain_run_on_the_submitting_thread_fails_the_family_on_four_th
     returns, passes them."""
     cases = [c for c in catalogue.cases if "submitter_stack" in c.capabilities]
     assert cases
-    with Runner(adapter_argv(), env={"ZLINK_JAVA_THREADS": "4",
+    with Runner(adapter_argv(), env={"ZLINK_JAVA_THREADS": FOUR,
                                      "ZLINK_JAVA_BUG": "drain_on_submitter_stack"}) as runner:
         broken = runner.run(cases)
     for result in broken.results:
         seen = (result.case.id, result.status, result.messages[:2])
         assert result.status == "failed", seen
         assert any(m.startswith("[OffSubmitterStack SE-6.5]") for m in result.messages), seen
-    with Runner(adapter_argv(), env={"ZLINK_JAVA_THREADS": "4"}) as runner:
+    with Runner(adapter_argv(), env={"ZLINK_JAVA_THREADS": FOUR}) as runner:
         correct = runner.run(cases)
     assert [(r.case.id, r.messages) for r in correct.results if r.status != "passed"] == []
+
+
+def test_every_number_in_the_readme_is_held_by_a_test() -> None:
+    """Every number in the README's prose (code blocks and rule IDs aside) is one a test
+    of this file checks against the adapter or a run: none is typed and left alone."""
+    text = (EXAMPLE / "README.md").read_text()
+    prose = re.sub(r"```.*?```", "", text, flags=re.S)
+    prose = re.sub(r"\b(?:SE|SD|D)-\d+(?:\.\d+)*", "", prose)
+    checked: list[str] = []
+
+    exits = re.search(r"the run exits\s+(\d) without `--allow-skips`", text)
+    assert exits is not None and int(exits.group(1)) == 0  # test_the_cli_exits_0_...
+    checked.append(exits.group(1))
+    threads = re.search(r"With `ZLINK_JAVA_THREADS=(\d+)` the", text)
+    assert threads is not None and threads.group(1) == FOUR  # the several-threads tests
+    checked.append(threads.group(1))
+    status = re.search(r"stops the adapter with status (\d)", text)
+    assert status is not None and int(status.group(1)) == UNKNOWN_BUG_STATUS
+    checked.append(status.group(1))
+    optional = re.search(r"\(exit status (\d), `NOT CONFORMING: (\d) optional", text)
+    assert optional is not None  # held by the admission_not_atomic run above
+    checked += optional.groups()
+    trace = re.search(r"`ZLINK_JAVA_TRACE=(\d)`", text)
+    source = (EXAMPLE / "src" / "zlink" / "adapter" / "Adapter.java").read_text()
+    assert trace is not None and '!System.getenv("ZLINK_JAVA_TRACE").isEmpty()' in source
+    checked.append(trace.group(1))  # any non-empty value switches the trace on
+    assert sorted(re.findall(r"\d[\d,]*\d|\d", prose)) == sorted(checked), \
+        "a number in the README that no test checks: check it here or remove it"

@@ -143,3 +143,24 @@ def test_every_rule_is_observed_by_a_case_or_listed_as_unobservable(
         f"listed but observed by a case: {sorted(set(listed) & observed)}")
     for rule, reason in listed.items():
         assert len(reason.split()) >= 8, f"{rule}: say why no case can observe it"
+
+
+# ------------------------------------------------------------------------- SD-3a
+SURVIVOR_CASE = "required_SD_3_a_work_that_survives_its_cancellation_becomes_a_zombie"
+
+
+def test_SD_3_a_survivor_of_its_cancellation_is_a_zombie_in_the_reference(
+        catalogue: Catalogue) -> None:
+    (result,) = _run([catalogue.case(SURVIVOR_CASE)]).results
+    assert result.status == "passed", result.messages
+
+
+def test_SD_3_a_survivor_that_stays_active_fails_the_case(catalogue: Catalogue) -> None:
+    """The old behaviour (the survivor stays active, so await_completion never returns and
+    the statistics count it active) fails the case on SD-3, never as an error."""
+    (result,) = _run([catalogue.case(SURVIVOR_CASE)],
+                     ZLINK_ADAPTER_PRELOAD=str(FAKES / "preload_survivor_stays_active.py")
+                     ).results
+    assert result.status == "failed", result.messages
+    assert any("[SD-3] waiter done has not returned" in m for m in result.messages), \
+        result.messages

@@ -828,11 +828,29 @@ export class ZLinkSerialExecutionQueue extends ZLinkScope {
         this._ended(rec, 'cancelled', new ZLinkCancelledError(`${this.name}: disposed before it started`));
       }
     }
+    const holder = this._current;
     for (const rec of [...this._records]) {
       if (!rec._quiet && rec._abort !== null && !rec._abort.signal.aborted) {
         rec._abort.abort(new ZLinkCancelledError(`${this.name}: disposed`));
       }
     }
+    // SD-3a: the work holding the turn got its cancellation now (its signal's reason
+    // rejects what it awaits, in the microtasks that follow). One that has not ended by
+    // the next macrotask caught it and waits on, or waits on something that ignores the
+    // signal: it does not end within its cancellation and becomes a zombie (core
+    // transition survive_cancel). A yielded work is cancelled on its own turn instead.
+    if (holder !== null && !holder._quiet && !holder._zombie) {
+      this._rt.post(() => this._surviveCancel(holder));
+    }
+  }
+
+  _surviveCancel(rec) {
+    if (rec._phase !== RUNNING || this._current !== rec || rec._zombie) return;
+    rec._zombie = true;
+    this._zombies += 1;
+    this._observe('survive_cancel', rec);
+    // Marking a zombie lowers the active count without any work ending (SD-3).
+    this._checkWaiters();
   }
 
   // ------------------------------------------------------------------ admission

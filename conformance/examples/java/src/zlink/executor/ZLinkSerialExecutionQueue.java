@@ -401,10 +401,12 @@ public final class ZLinkSerialExecutionQueue extends ZLinkScope {
     private CompletionStage<?> callAs(ZLinkWorkHandle rec, ZLinkTurn turn) throws Exception {
         ZLinkWorkHandle outer = RUNNING_NOW.get();
         RUNNING_NOW.set(rec);
+        executing(rec, +1);
         try {
             return rec.work.run(turn);
         } finally {
             RUNNING_NOW.set(outer);
+            executing(rec, -1);
         }
     }
 
@@ -416,11 +418,52 @@ public final class ZLinkSerialExecutionQueue extends ZLinkScope {
     private void runAs(ZLinkWorkHandle rec, Runnable r) {
         ZLinkWorkHandle outer = RUNNING_NOW.get();
         RUNNING_NOW.set(rec);
+        executing(rec, +1);
         try {
             r.run();
         } finally {
             RUNNING_NOW.set(outer);
+            executing(rec, -1);
         }
+    }
+
+    private void executing(ZLinkWorkHandle rec, int delta) {
+        lock.lock();
+        try {
+            rec.executing += delta;
+        } finally {
+            lock.unlock();
+        }
+        if (delta < 0) judgeSurvivor(rec);
+    }
+
+    /**
+     * SD-3a: a started work whose cancellation was requested but cannot reach it (it
+     * holds its turn waiting on something that does not listen for cancellation, see
+     * {@link ZLinkTurn#onCancel}) does not end within its cancellation: it becomes a
+     * zombie now (core transition survive_cancel: active -1, zombie +1). It keeps its
+     * turn and runs on; await_completion stops waiting for it, await_after_cancellation
+     * still waits. Judged only while no part of its code runs (else when that part
+     * returns), so a work still on its way to an await that listens is never marked. A
+     * work the cancellation did reach is left to end; a yielded one gets its
+     * cancellation on its own turn.
+     */
+    private void judgeSurvivor(ZLinkWorkHandle rec) {
+        if (!rec.cancelRequested() || rec.cancelDelivered()) return;
+        boolean marked = false;
+        lock.lock();
+        try {
+            if (rec.executing == 0 && rec.phase == ZLinkWorkHandle.RUNNING && !rec.zombie
+                    && current == rec) {
+                rec.zombie = true;
+                zombies++;
+                marked = true;
+                observe("survive_cancel", rec);
+            }
+        } finally {
+            lock.unlock();
+        }
+        if (marked) rt.changed();
     }
 
     /** {outcome, error} of a completed stage (null: a synchronous completion). */
@@ -676,7 +719,10 @@ public final class ZLinkSerialExecutionQueue extends ZLinkScope {
             ended(rec, ZLinkWorkHandle.CANCELLED, new CancellationException("disposed before it started"));
         }
         for (ZLinkWorkHandle rec : live) {
-            if (!rec.quiet) rec.requestCancel();
+            if (!rec.quiet) {
+                rec.requestCancel();
+                judgeSurvivor(rec);
+            }
         }
     }
 

@@ -139,6 +139,7 @@ public final class ZLinkWorkHandle {
             cancelRequested = true;
             run = cancelListeners;
             cancelListeners = null;
+            if (run != null && !run.isEmpty()) cancelDelivered = true;
         }
         if (run != null) for (Runnable r : run) r.run();
     }
@@ -146,6 +147,18 @@ public final class ZLinkWorkHandle {
     synchronized boolean cancelRequested() {
         return cancelRequested;
     }
+
+    /** Whether the cancellation reached the work: a listener of something it waits on
+     *  ran for it (at the request, or registered after it). */
+    synchronized boolean cancelDelivered() {
+        return cancelDelivered;
+    }
+
+    private boolean cancelDelivered;
+
+    /** How many of this work's code parts run now (its start, a continuation): while it
+     *  is above zero the work is not waiting, so it cannot be judged a survivor yet. */
+    int executing;
 
     /** Run {@code listener} when cancellation is requested (at once if it was). */
     void onCancel(Runnable listener) {
@@ -155,6 +168,7 @@ public final class ZLinkWorkHandle {
                 cancelListeners.add(listener);
                 return;
             }
+            cancelDelivered = true;
         }
         listener.run();
     }
