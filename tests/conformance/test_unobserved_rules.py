@@ -164,3 +164,22 @@ def test_SD_3_a_survivor_that_stays_active_fails_the_case(catalogue: Catalogue) 
     assert result.status == "failed", result.messages
     assert any("[SD-3] waiter done has not returned" in m for m in result.messages), \
         result.messages
+
+
+# ------------------------------------------------------------------------- SE-8.2
+WRAPPED_CASE = "required_SE_10_13_a_wrapped_wait_on_the_same_coordinator_raises_too"
+
+
+def test_SE_8_2_a_detection_blind_to_wrapped_waits_fails_the_wrapped_case(
+        catalogue: Catalogue) -> None:
+    """The reference's old detection (it saw a wait only in the waiter's own task) hangs
+    on the wrapped wait instead of raising: the wrapped case fails on its rule, while the
+    plain SE-10.13 cases still pass."""
+    cases = [c for c in catalogue.cases if c.covers("SE-10.13")]
+    report = _run(cases, ZLINK_ADAPTER_PRELOAD=str(FAKES / "preload_wrapped_wait_unseen.py"))
+    verdicts = {r.case.id: r for r in report.results}
+    wrapped = verdicts.pop(WRAPPED_CASE)
+    assert wrapped.status == "failed", wrapped.messages
+    assert any("[SE-10.13] w1: expected errors ['reentrancy'], got []" in m
+               for m in wrapped.messages), wrapped.messages
+    assert {r.status for r in verdicts.values()} == {"passed"}

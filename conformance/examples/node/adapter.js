@@ -515,7 +515,7 @@ class Case {
         for (const [index, op] of script.entries()) {
           if (op.op === 'gate') await this.runGate(turn, op);
           else if (op.op === 'call') await this.runCall(ws, turn, index, op.call);
-          else if (op.op === 'wait_for') await this.runWaitFor(ws, turn, index, op.work);
+          else if (op.op === 'wait_for') await this.runWaitFor(ws, turn, index, op.work, op.wrapped === true);
           else this.runOp(ws, turn, index, op);
         }
       } catch (error) {
@@ -585,7 +585,7 @@ class Case {
 
   /** The `wait_for` op: wait, holding the turn, for another work to end. The runtime
    *  refuses at once a wait that could never end (SE-8.2). */
-  async runWaitFor(ws, turn, index, name) {
+  async runWaitFor(ws, turn, index, name, wrapped) {
     const other = this.works.get(name);
     if (other === undefined || other.handle === null) {
       log(`work ${ws.id} op ${index}: no accepted work named ${JSON.stringify(name)}`);
@@ -594,7 +594,11 @@ class Case {
     }
     let ended;
     try {
-      ended = await cancellable(other.handle.whenDone(), turn.signal);
+      // Wrapped: as users write it, the wait starts a step later in a promise of its own,
+      // raced against a timeout far beyond any case.
+      const wait = wrapped ? withTimeout((async () => { await null; return other.handle.whenDone(); })())
+        : other.handle.whenDone();
+      ended = await cancellable(wait, turn.signal);
     } catch (error) {
       if (!(error instanceof ZLinkReentrancyError)) throw error;
       log(`work ${ws.id} op ${index}: ${error.message}`);
@@ -603,6 +607,16 @@ class Case {
     }
     this.emit('waited', { work: ws.id, owner: ws.owner, target: name, outcome: OUTCOMES[ended.outcome] });
   }
+}
+
+/** `promise`, or a rejection after an hour: the timeout a user wraps around a wait. */
+function withTimeout(promise) {
+  let timer;
+  const timeout = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error('wait timed out')), 3_600_000);
+    timer.unref();
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
 
 /** Refuse a script this adapter cannot run before anything is submitted. */

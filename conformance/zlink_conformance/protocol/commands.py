@@ -80,7 +80,7 @@ OP_FIELDS: Final[Mapping[str, Mapping[str, str]]] = {
     "call": {"call": "!id"},
     "busy": {"ms": "!int"},
     "submit": SUBMISSION_FIELDS,
-    "wait_for": {"work": "!id"},
+    "wait_for": {"work": "!id", "wrapped": "bool"},
     "snapshot": {},
     "raise": {"message": "!string"},
     "is_current": {"target": "!id"},

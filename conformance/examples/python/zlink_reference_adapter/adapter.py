@@ -907,7 +907,7 @@ class ReferenceAdapter:
         elif kind == "call":
             await self._call(ws, index, op["call"])
         else:
-            await self._wait_for(ws, index, op["work"])
+            await self._wait_for(ws, index, op["work"], bool(op.get("wrapped")))
 
     async def _call(self, ws: WorkState, index: int, name: str) -> None:
         fut = self.call(name)
@@ -923,7 +923,7 @@ class ReferenceAdapter:
                 self.emit("resumed", work=ws.id, owner=ws.run_owner)
             ws.suspended_on = None
 
-    async def _wait_for(self, ws: WorkState, index: int, name: str) -> None:
+    async def _wait_for(self, ws: WorkState, index: int, name: str, wrapped: bool) -> None:
         other = self._case.works.get(name)
         if other is None or other.handle is None:
             self.log(f"work {ws.id} op {index}: no accepted work named {name!r}")
@@ -931,7 +931,12 @@ class ReferenceAdapter:
             return
         handle = other.handle
         try:
-            await handle
+            if wrapped:
+                # As users write it: a timeout around the wait, which runs it in a task
+                # of its own (a child of this work's task).
+                await asyncio.wait_for(_awaited(handle), WRAPPED_WAIT_S)
+            else:
+                await handle
             outcome = "finished"
         except ZLinkReentrancyError:
             self.emit("error", work=ws.id, owner=ws.run_owner, op=index, kind="reentrancy")
@@ -1001,6 +1006,14 @@ class ReferenceAdapter:
 # later turn of the loop, sees zero. Thread-local, not a context variable: a task copies
 # its context when it is made, which would carry a submitter's count into the work.
 _SUBMITTING = threading.local()
+
+
+# The timeout of a wrapped wait: far beyond any case, so only the wrapper matters.
+WRAPPED_WAIT_S = 3600.0
+
+
+async def _awaited(handle: ZLinkWorkHandle[Any]) -> Any:
+    return await handle
 
 
 def _on_submitter_stack() -> bool:

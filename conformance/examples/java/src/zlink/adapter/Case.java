@@ -479,6 +479,19 @@ final class Case implements ZLinkObserver {
                 c.emit("error", "work", ws.id, "owner", ws.runOwner, "op", (long) i, "kind", "other");
                 return true;
             }
+            if (Boolean.TRUE.equals(ops.get(i).get("wrapped"))) {
+                // As users write it: the wait starts in a task of its own on the shared
+                // executor (counted in flight, run as this work), not in this code.
+                turn.continueWith(() -> {
+                    if (startWait(i, name, other)) step(i + 1);
+                });
+                return false;
+            }
+            return startWait(i, name, other);
+        }
+
+        /** Start waiting for {@code other}; false if the work now waits. */
+        private boolean startWait(int i, String name, WorkState other) {
             CompletableFuture<ZLinkWorkHandle> ends;
             try {
                 ends = turn.awaitWork(other.handle);
