@@ -20,6 +20,8 @@ ROOT = Path(__file__).resolve().parent.parent
 # mutant -> the test (by name) written for the rule it breaks
 KILLER = {
     "drain_without_flag_check": "test_SE_6_5_one_drain_per_idle_to_busy_transition",
+    "drain_on_submitter_stack":
+        "test_SE_6_5_one_drain_per_idle_to_busy_transition_never_on_the_submitter_stack",
     "resume_skips_requeue": "test_SE_6_7_yield_gives_the_turn_back_and_resume_goes_through",
     "admission_split": "test_SE_6_3_admission_is_atomic_when_many_threads_submit",
     "lifecycle_ignores_burst": "test_SE_6_1_lifecycle_burst_limit_boundary",

@@ -63,6 +63,7 @@ UNIT_TESTS: dict[str, tuple[str, str]] = {
 # mutant -> the machines that must kill it: those of the layer it breaks
 OWNERS: dict[str, tuple[str, ...]] = {
     "drain_without_flag_check": ("core", "runtime"),
+    "drain_on_submitter_stack": ("runtime",),
     "lifecycle_ignores_burst": ("core", "runtime"),
     "close_drops_accepted": ("core", "runtime"),
     "capacity_off_by_one": ("core", "runtime"),
