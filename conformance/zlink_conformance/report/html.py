@@ -436,7 +436,7 @@ def _capabilities_card(report: SuiteReport) -> str:
                      f'<table class="plain">{"".join(rows)}</table>')
     if hs is not None and hs.unknown_capabilities:
         parts.append(f"<h3>Unknown to this kit, ignored ({len(hs.unknown_capabilities):,})"
-                     f"</h3><div>{_chips(hs.unknown_capabilities, 'unknown', limit=20)}</div>")
+                     f"</h3><div>{_chips(hs.unknown_capabilities, 'unknown')}</div>")
     parts.append("</section>")
     return "".join(parts)
 
