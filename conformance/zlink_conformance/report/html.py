@@ -494,8 +494,10 @@ def html_report(report: SuiteReport, expected: Mapping[str, CaseLog] | None = No
     runtime = _e(hs.name, NAME_LIMIT) if hs is not None else "unknown runtime"
     judged = report.verdict(allow_skips=allow_skips)
     state = "passed" if judged.ok else "failed"
-    badges = "".join(f'<span class="badge {_e(o)}">{report.count_outcome(o)} {_e(o)}</span>'
-                     for o in OUTCOMES if report.count_outcome(o) or o in ("passed", "failed"))
+    badges = "".join(
+        f'<span class="badge {_e(o) if report.count_outcome(o) else "none"}">'
+        f"{report.count_outcome(o)} {_e(o)}</span>"
+        for o in OUTCOMES if report.count_outcome(o) or o in ("passed", "failed"))
     shown = [r for r in report.results if r.outcome in ("failed", "error", "xpass")]
     known = [r for r in report.results if r.outcome == "xfail"]
     sections = "".join(_case_section(r, (expected or {}).get(r.case.id))
