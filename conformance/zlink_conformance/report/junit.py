@@ -2,12 +2,13 @@
 the case's strength, name its ID, time its duration; a failed case is a <failure>, an
 adapter problem an <error>, a missing capability <skipped>.
 
-The suite carries ``timestamp`` (the run's start, UTC, in the schema's form without a
-zone), ``hostname`` and properties with the verdict, the runtime and its declared
-capabilities; a <failure> carries the rule it broke first as ``type`` (``not-run`` and
-``unexpected-pass`` for the run's own failures), an <error> the adapter rule it broke or
-``adapter``. Adapter text goes through ``text.display``: XML 1.0 has no way to write a
-control character or a lone surrogate, and CI parsers reject a file that tries."""
+The suite carries ``timestamp`` (the run's start: now less the run's duration, as the
+report holds no clock reading; UTC, in the schema's form without a zone), ``hostname``
+and properties with the verdict, the runtime and its declared capabilities. A <failure>
+carries the rule it broke first as ``type`` (``not-run`` and ``unexpected-pass`` for the
+run's own failures), an <error> the adapter rule it broke or ``adapter``. Adapter text
+goes through ``text.display``: XML 1.0 has no way to write a control character or a lone
+surrogate, and CI parsers reject a file that tries."""
 
 from __future__ import annotations
 
