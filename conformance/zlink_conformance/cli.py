@@ -28,7 +28,9 @@ from .report import (
     write_json,
     write_junit,
 )
+from .report.console import put
 from .report.html import failing, write_html
+from .report.text import display
 from .runner import (
     DEFAULT_HANDSHAKE_TIMEOUT,
     DEFAULT_TIMEOUT,
@@ -219,9 +221,9 @@ def run(args: argparse.Namespace) -> int:
                         known_failures=known, strict_settle=args.strict_settle) as runner:
                 report = runner.run(cases, reporter)
         except SuiteAbortedError as exc:
-            print(f"{prog}: {exc.message}", file=sys.stderr)
+            put(sys.stderr, f"{prog}: {display(exc.message)}\n")
             for line in exc.stderr_tail:
-                print(f"  | {line}", file=sys.stderr)
+                put(sys.stderr, f"  | {display(line)}\n")
             return 2
         except OSError as exc:
             print(f"{prog}: cannot run {argv!r}: {exc}", file=sys.stderr)
@@ -301,13 +303,15 @@ def resend_command(args: argparse.Namespace) -> int:
     def show(direction: str, line: bytes) -> None:
         if not args.quiet:
             arrow = ">" if direction == "sent" else "<"
-            print(f"{arrow} {line.decode('utf-8', 'replace').rstrip()}")
+            # whole, but escaped: a line that is not the protocol may hold anything
+            text = display(line.decode("utf-8", "replace").rstrip(), None)
+            put(sys.stdout, f"{arrow} {text}\n")
 
     print(f"re-sending {case_id}: {len(commands)} command(s) to {' '.join(argv)}")
     result = resend(argv, case_id, commands, catalogue=catalogue, timeout=args.timeout,
                     wire_tap=show)
     for message in result.messages:
-        print(f"  {message}")
+        put(sys.stdout, f"  {display(message)}\n")
     mark = {"passed": "pass", "failed": "FAIL", "error": "ERROR"}[result.status]
     how = "the case's checks, " if result.judged_by_case else ""
     print(f"re-send of {case_id}: {mark} (judged by {how}the invariants and the model)")

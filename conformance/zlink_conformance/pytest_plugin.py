@@ -14,7 +14,9 @@ that passes fails; an optional case that ran and failed fails. An adapter that n
 starts is one error, of the first item; the others are skipped with the reason. The
 terminal summary ends with the run's ``verdict:`` line. The plugin is registered through
 the ``pytest11`` entry point and does nothing at all unless ``--zlink-adapter`` is
-given, so installing the kit changes no other test run.
+given, so installing the kit changes no other test run. Adapter text in its messages
+goes through ``report.text.display``, as in every other report: pytest writes them to
+the terminal and into its own JUnit XML.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import pytest
 
 from .catalog import Case, CaseError, SelectionError, load_catalogue, select
 from .known import KnownFailuresError, load_known_failures
+from .report.text import display
 from .runner import DEFAULT_TIMEOUT, CaseResult, Runner, SuiteAbortedError, SuiteReport
 
 __all__ = ["ConformanceFailedError", "ConformanceItem"]
@@ -83,8 +86,8 @@ class SharedRunner:
         try:
             self.runner.start()
         except SuiteAbortedError as exc:
-            tail = "\n".join(f"  | {line}" for line in exc.stderr_tail)
-            self.abort = f"the adapter did not start: {exc.message}\n{tail}".rstrip()
+            tail = "\n".join(f"  | {display(line)}" for line in exc.stderr_tail)
+            self.abort = f"the adapter did not start: {display(exc.message)}\n{tail}".rstrip()
             self.aborted_at = nodeid
             pytest.fail(self.abort, pytrace=False)
         self.started = True
@@ -137,16 +140,18 @@ class ConformanceItem(pytest.Item):
         shared = self.config.stash[_RUNNER_KEY]
         result = shared.run(self.case)
         if result.outcome == "xfail":
-            pytest.xfail(f"known failure: {result.expected_failure}")
+            pytest.xfail(f"known failure: {display(result.expected_failure)}")
         if result.outcome == "xpass":
             pytest.fail(f"unexpected pass: {self.case.id} is listed as a known failure "
-                        f"({result.expected_failure}) but passes now; remove the entry",
+                        f"({display(result.expected_failure)}) but passes now; remove the "
+                        f"entry",
                         pytrace=False)
         if result.status == "skipped":
             if self.case.required and not shared.allow_skips:
-                pytest.fail(f"required case not run: {'; '.join(result.messages)} (counts "
-                            f"as not passed; --zlink-allow-skips to allow)", pytrace=False)
-            pytest.skip("; ".join(result.messages))
+                pytest.fail(f"required case not run: {'; '.join(map(display, result.messages))}"
+                            f" (counts as not passed; --zlink-allow-skips to allow)",
+                            pytrace=False)
+            pytest.skip("; ".join(map(display, result.messages)))
         if result.status != "passed":
             raise ConformanceFailedError(result)
 
@@ -156,10 +161,10 @@ class ConformanceItem(pytest.Item):
             r = excinfo.value.result
             lines = [f"{r.case.id} ({r.case.strength}; rules {', '.join(r.case.rules)}): "
                      f"{r.status}", f"intent: {r.case.intent}"]
-            lines += [f"  {m}" for m in r.messages]
+            lines += [f"  {display(m)}" for m in r.messages]
             if r.stderr_tail:
                 lines.append("adapter stderr (last lines):")
-                lines += [f"  | {t}" for t in r.stderr_tail]
+                lines += [f"  | {display(t)}" for t in r.stderr_tail]
             return "\n".join(lines)
         return str(super().repr_failure(excinfo))
 

@@ -39,7 +39,7 @@ def test_hostile_adapter_text_is_escaped_and_nothing_is_loaded(catalogue: Catalo
     parser = Tags()
     parser.feed(page)
     assert "script" not in parser.tags and "img" not in parser.tags
-    assert parser.links == []
+    assert parser.links and all(link.startswith("#") for link in parser.links)  # in-page
     assert HOSTILE not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
     assert page.count("<style>") == 1 and "<svg" in page
 

@@ -1,6 +1,14 @@
 """JUnit XML (``--junit FILE``), so a CI system shows each case as a test: classname is
 the case's strength, name its ID, time its duration; a failed case is a <failure>, an
-adapter problem an <error>, a missing capability <skipped>."""
+adapter problem an <error>, a missing capability <skipped>.
+
+The suite carries ``timestamp`` (the run's start: now less the run's duration, as the
+report holds no clock reading; UTC, in the schema's form without a zone), ``hostname``
+and properties with the verdict, the runtime and its declared capabilities. A <failure>
+carries the rule it broke first as ``type`` (``not-run`` and ``unexpected-pass`` for the
+run's own failures), an <error> the adapter rule it broke or ``adapter``. Adapter text
+goes through ``text.display``: XML 1.0 has no way to write a control character or a lone
+surrogate, and CI parsers reject a file that tries."""
 
 from __future__ import annotations
 
@@ -11,10 +19,11 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from ..runner.suite import CaseResult, SuiteReport
+from .text import NAME_LIMIT, display, display_list
 
 _RULE = re.compile(r"\[(?:[A-Za-z]+ )*((?:SE|SD|D|AP)-[0-9]+(?:\.[0-9]+)?)\]")
 
-__all__ = ["junit_xml", "write_junit"]
+__all__ = ["error_kind", "failure_rule", "junit_xml", "write_junit"]
 
 
 def junit_xml(report: SuiteReport, *, allow_skips: bool | None = None) -> str:
@@ -24,6 +33,8 @@ def junit_xml(report: SuiteReport, *, allow_skips: bool | None = None) -> str:
     verdict = report.verdict(allow_skips=allow_skips)
     not_run_fails = not verdict.allow_skips
     unrun = sum(1 for r in report.results if r.case.required and r.outcome == "skipped")
+    started = (datetime.datetime.now(datetime.UTC)
+               - datetime.timedelta(seconds=report.seconds))
     suite = ET.Element("testsuite", {
         "name": "zlink-conformance",
         "tests": str(len(report.results)),
@@ -33,38 +44,51 @@ def junit_xml(report: SuiteReport, *, allow_skips: bool | None = None) -> str:
         "skipped": str(report.count_outcome("skipped") + report.count_outcome("xfail")
                        - (unrun if not_run_fails else 0)),
         "time": f"{report.seconds:.3f}",
-        "timestamp": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "timestamp": started.strftime("%Y-%m-%dT%H:%M:%S"),
         "hostname": socket.gethostname(),
     })
     props = ET.SubElement(suite, "properties")
     ET.SubElement(props, "property", {"name": "verdict", "value": verdict.line()})
     ET.SubElement(props, "property", {"name": "conformance",
                                       "value": verdict.conformance()})
-    ET.SubElement(props, "property", {"name": "adapter", "value": " ".join(report.adapter)})
-    if report.handshake is not None:
-        ET.SubElement(props, "property", {"name": "runtime", "value": report.handshake.name})
+    ET.SubElement(props, "property", {"name": "adapter",
+                                      "value": display(" ".join(report.adapter))})
+    hs = report.handshake
+    if hs is not None:
+        ET.SubElement(props, "property", {"name": "runtime",
+                                          "value": display(hs.name, NAME_LIMIT)})
+        ET.SubElement(props, "property", {"name": "capabilities",
+                                          "value": display_list(hs.capabilities)})
+        if hs.unknown_capabilities:
+            ET.SubElement(props, "property", {
+                "name": "unknown_capabilities",
+                "value": display_list(hs.unknown_capabilities)})
     for result in report.results:
         case = ET.SubElement(suite, "testcase", {
             "classname": f"zlink.conformance.{result.case.strength}",
             "name": result.case.id,
             "time": f"{result.seconds:.4f}",
         })
-        text = "\n".join(result.messages)
+        messages = [display(m) for m in result.messages]
+        text = "\n".join(messages)
         if result.stderr_tail:
-            text += "\nadapter stderr (last lines):\n" + "\n".join(result.stderr_tail)
-        first = result.messages[0] if result.messages else result.status
+            text += "\nadapter stderr (last lines):\n" + "\n".join(
+                display(line) for line in result.stderr_tail)
+        first = messages[0] if messages else result.status
+        known = display(result.expected_failure)
         if result.outcome == "xfail":
             ET.SubElement(case, "skipped", {
-                "message": f"expected failure: {result.expected_failure}"}).text = text
+                "message": f"expected failure: {known}"}).text = text
         elif result.outcome == "xpass":
             ET.SubElement(case, "failure", {
-                "message": f"unexpected pass: listed as a known failure "
-                           f"({result.expected_failure})"})
+                "message": f"unexpected pass: listed as a known failure ({known})",
+                "type": "unexpected-pass"})
         elif result.status == "failed":
             ET.SubElement(case, "failure", {"message": first,
                                             "type": failure_rule(result)}).text = text
         elif result.status == "error":
-            ET.SubElement(case, "error", {"message": first}).text = text
+            ET.SubElement(case, "error", {"message": first,
+                                          "type": error_kind(result)}).text = text
         elif result.status == "skipped" and result.case.required and not_run_fails:
             ET.SubElement(case, "failure", {
                 "message": f"required case not run: {first}", "type": "not-run"})
@@ -85,9 +109,21 @@ def failure_rule(result: CaseResult) -> str:
     return result.case.rules[0]
 
 
+def error_kind(result: CaseResult) -> str:
+    """What an errored case's ``type`` says: the rule its first tagged message names (an
+    adapter fault names its AP rule), else ``adapter``. Never the case's own rule: an
+    error is not a verdict on the runtime."""
+    for message in result.messages:
+        found = _RULE.search(message)
+        if found:
+            return found.group(1)
+    return "adapter"
+
+
 def write_junit(report: SuiteReport, path: str | Path, *,
                 allow_skips: bool | None = None) -> None:
     """Write the JUnit XML report to ``path``."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(junit_xml(report, allow_skips=allow_skips), encoding="utf-8")
+    target.write_text(junit_xml(report, allow_skips=allow_skips), encoding="utf-8",
+                      errors="backslashreplace")

@@ -1,5 +1,10 @@
 """The JSON report (``--json FILE``): the handshake, the summary, the counts by rule and
-every case with its verdict, reasons and time in seconds (``time_s``)."""
+every case with its verdict, reasons and time in seconds (``time_s``).
+
+The report is data for programs, so adapter text stays whole (a huge name, every
+capability). It is written as ASCII JSON, whose encoder escapes every control character,
+after ``text.json_data`` has turned each lone surrogate into visible text: a strict JSON
+reader refuses a ``\ud800`` escape, and no UTF-8 writer can write the character."""
 
 from __future__ import annotations
 
@@ -9,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..runner.suite import SuiteReport
+from .text import json_data
 
 __all__ = ["write_json"]
 
@@ -21,4 +27,5 @@ def write_json(report: SuiteReport, path: str | Path,
         data.update(extra)
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    target.write_text(json.dumps(json_data(data), indent=2, ensure_ascii=True) + "\n",
+                      encoding="utf-8")
