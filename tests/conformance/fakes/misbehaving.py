@@ -1,8 +1,9 @@
 """The reference adapter, misbehaving on purpose (for the runner's tests).
 
 FAKE_FAULT names what goes wrong; it strikes at the first settle of case number FAKE_CASE
-(default 2) of this process, counted by its reset commands. A restarted process counts
-again from 1, so the cases after a failure run normally. Protocol faults of the adapter
+(default 2) of this process, counted by its reset commands, that follows another command
+of the case (so not the runner's confirming settle right after a reset). A restarted
+process counts again from 1, so the cases after a failure run normally. Protocol faults of the adapter
 (AP rules of specs/adapter-protocol.md) that leave the runtime correct:
 
 - ``early_settle``: that settle answers without letting anything run (AP-5);
@@ -35,6 +36,7 @@ class Misbehaving(ReferenceAdapter):
         self.fault = os.environ.get("FAKE_FAULT", "")
         self.case = int(os.environ.get("FAKE_CASE", "2"))
         self.held: dict[str, dict[str, Any]] = {}
+        self.busy = False  # a command other than reset and settle came in this case
 
     def hello(self, cmd: dict[str, Any]) -> dict[str, Any]:
         reply = super().hello(cmd)
@@ -59,7 +61,11 @@ class Misbehaving(ReferenceAdapter):
             if self.fault == "late_event" and self.resets == self.case + 1:
                 # an event of case FAKE_CASE, after its last settle answered
                 self._out.write(b'{"event":"finished","work":"a","owner":"S/actor:A"}\n')
-        if name == "settle" and not self.struck and self.resets == self.case:
+        if name == "reset":
+            self.busy = False
+        elif name != "settle":
+            self.busy = True
+        if name == "settle" and self.busy and not self.struck and self.resets == self.case:
             self.struck = True
             if self.fault == "early_settle":
                 return {"now_ms": self._case.clock.now()}
