@@ -344,6 +344,11 @@ class AdapterProcess:
         try:
             fd = proc.stdin.fileno()
             while data:
+                try:
+                    data = data[os.write(fd, data):]
+                    continue
+                except BlockingIOError:
+                    pass  # the pipe is full: wait until the adapter reads, or the deadline
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     raise self._fail(
@@ -351,10 +356,7 @@ class AdapterProcess:
                         f"the adapter did not read its stdin within the case timeout: "
                         f"{len(data)} of {len(line)} byte(s) of {message.get('cmd')!r} "
                         f"(id {ident}) could not be written (its stdin pipe is full)")
-                _, writable, _ = select.select([], [fd], [], remaining)
-                if writable:
-                    with contextlib.suppress(BlockingIOError):
-                        data = data[os.write(fd, data):]
+                select.select([], [fd], [], remaining)
         except (BrokenPipeError, OSError, ValueError):
             code = self._exit_code()
             raise self._fail(AdapterCrashedError, f"the adapter stopped reading its stdin "
