@@ -211,13 +211,16 @@ def test_one_failed_restart_errors_every_remaining_case_at_once(
     ("double_reset_reply", "('reset', answered at line"),
     ("trailing_line", "adapter fault [AP-6] 1 event(s) of this case came after the reply to "
                       "the reset that ends it (finished:a)"),
+    ("stale_reply", "a second reply to command 13 ('settle') of this case, written after "
+                    "the case had ended"),
 ])
 def test_AP_2_AP_6_a_second_reply_or_a_stale_line_is_charged_to_the_case_that_wrote_it(
     catalogue: Catalogue, fault: str, seen: str,
 ) -> None:
-    """A reply written twice (to a settle of the case, or to the reset that ends it) and
-    a line written after the confirming settle that closes a case are adapter faults of
-    that case, never a runtime verdict and never an error of the next, innocent case."""
+    """A reply written twice (to a settle of the case, to the reset that ends it, or
+    again once the next case has begun) and a line written after the confirming settle
+    that closes a case are adapter faults of that case, never a runtime verdict and never
+    an error of the next, innocent case."""
     cases = select(catalogue, THREE)
     with Runner(fake("misbehaving"), env=child_env(FAKE_FAULT=fault), timeout=10) as runner:
         report = runner.run(cases)

@@ -26,6 +26,8 @@ Hostile output, for the runner's fuzz test (each strikes at that settle too):
   deep nesting, replies to other ids, lone surrogates), seeded by FAKE_SEED, the first
   one never a valid message (AP-1 or AP-2);
 - ``hang``: answers nothing more and never reads stdin again;
+- ``stale_reply``: the reply to that settle is written again at the first command of
+  the next case, after that case has begun (AP-2, of case FAKE_CASE);
 - ``trailing_line``: the reply to the runner's confirming settle after the reset that
   ends case FAKE_CASE is followed by an event (AP-6, of case FAKE_CASE).
 
@@ -60,6 +62,7 @@ class Misbehaving(ReferenceAdapter):
         self.busy = False  # a command other than reset and settle came in this case
         self.twice = False  # the next reply is written twice
         self.trail = False  # the next reply is followed by an event
+        self.stale: int | None = None  # the id of the settle to answer again later
 
     def hello(self, cmd: dict[str, Any]) -> dict[str, Any]:
         reply = super().hello(cmd)
@@ -93,8 +96,15 @@ class Misbehaving(ReferenceAdapter):
         if name == "settle" and not self.busy and self.fault == "trailing_line" \
                 and self.resets == self.case + 1:
             self.trail = True
+        if self.fault == "stale_reply" and self.stale is not None \
+                and self.resets == self.case + 1 and name not in ("reset", "settle"):
+            self._out.write(b'{"re":%d,"ok":true,"now_ms":0}\n' % self.stale)
+            self._out.flush()
+            self.stale = None
         if name == "settle" and self.busy and not self.struck and self.resets == self.case:
             self.struck = True
+            if self.fault == "stale_reply":
+                self.stale = cmd["id"]
             if self.fault == "early_settle":
                 return {"now_ms": self._case.clock.now()}
             if self.fault == "late_thread":
@@ -105,7 +115,8 @@ class Misbehaving(ReferenceAdapter):
             elif self.fault == "double_reply":
                 self.twice = True
             elif self.fault and self.fault not in ("late_event", "accepted_after_started",
-                                                   "double_reset_reply", "trailing_line"):
+                                                   "double_reset_reply", "trailing_line",
+                                                   "stale_reply"):
                 self.strike(self.fault)
         return super()._run_command(name, cmd)
 
