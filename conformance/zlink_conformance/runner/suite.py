@@ -300,8 +300,10 @@ Progress = Callable[[int, int, CaseResult], None]
 class Runner:
     """Runs cases on one adapter command line, restarting the adapter after a failure.
 
-    ``timeout`` bounds one case, ``handshake_timeout`` the adapter's start (seconds of
-    wall-clock time; they only tell a hung adapter from a slow one)."""
+    ``timeout`` bounds one case (every read and write of it), ``handshake_timeout`` the
+    adapter's start and each restart (seconds of wall-clock time; they only tell a hung
+    adapter from a slow one). Both must be positive and finite, ``strict_settle`` zero
+    (off) or positive and finite (``InvalidDurationError`` otherwise)."""
 
     def __init__(self, argv: Sequence[str], *, timeout: float = DEFAULT_TIMEOUT,
                  env: Mapping[str, str] | None = None, transcripts: Path | None = None,
