@@ -11,6 +11,7 @@ self-test over the reference's mutants.
 from __future__ import annotations
 
 import argparse
+import math
 import shlex
 import sys
 from collections.abc import Callable, Sequence
@@ -39,6 +40,7 @@ from .runner import (
     SuiteReport,
 )
 from .runner.resend import ResendError, load_resend, resend
+from .runner.suite import InvalidDurationError, check_duration
 
 __all__ = ["KIT", "Host", "configure", "main", "resend_command", "run"]
 
@@ -74,14 +76,16 @@ def configure(p: argparse.ArgumentParser, host: Host = KIT) -> None:
                        help="the adapter's command line, split like a POSIX shell would "
                             + default)
     _filters(run_p)
-    run_p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
+    run_p.add_argument("--timeout", type=_seconds(), default=DEFAULT_TIMEOUT, metavar="SECONDS",
                        help="wall-clock bound of one case; past it the adapter counts as hung "
                             "(default %(default)s)")
-    run_p.add_argument("--handshake-timeout", type=float, default=DEFAULT_HANDSHAKE_TIMEOUT,
+    run_p.add_argument("--handshake-timeout", type=_seconds(),
+                       default=DEFAULT_HANDSHAKE_TIMEOUT,
                        metavar="SECONDS",
                        help="wall-clock bound of the adapter's start, up to its reply to "
                             "hello (default %(default)s)")
-    run_p.add_argument("--strict-settle", type=float, default=0.0, metavar="SECONDS",
+    run_p.add_argument("--strict-settle", type=_seconds(zero_allowed=True), default=0.0,
+                       metavar="SECONDS",
                        help="after every settle reply, wait this long and count any event "
                             "that still comes as an early settle, an adapter fault (AP-5); "
                             "catches a multi-threaded adapter that settles too early "
@@ -123,12 +127,30 @@ def configure(p: argparse.ArgumentParser, host: Host = KIT) -> None:
     rep_p.add_argument("--case", metavar="ID", help="the case to re-send from a report")
     rep_p.add_argument("--adapter", metavar="CMD",
                        help="the adapter's command line " + default)
-    rep_p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
+    rep_p.add_argument("--timeout", type=_seconds(), default=DEFAULT_TIMEOUT, metavar="SECONDS",
                        help="wall-clock bound of the run (default %(default)s)")
     rep_p.add_argument("-q", "--quiet", action="store_true",
                        help="print only the verdict, not the exchange")
     if host.extra is not None:
         host.extra(sub)
+
+
+def _seconds(*, zero_allowed: bool = False) -> Callable[[str], float]:
+    """The ``type`` of a duration option: a positive (or, for an option that zero turns
+    off, non-negative), finite number of seconds; anything else is a usage error naming
+    the option (argparse adds its name), never a run whose every case errors."""
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        try:
+            return check_duration("", value, zero_allowed=zero_allowed)
+        except InvalidDurationError as exc:
+            raise argparse.ArgumentTypeError(f"must be {exc.requirement}, not {text!r}") \
+                from None
+    parse.__name__ = "seconds"
+    return parse
 
 
 def _filters(p: argparse.ArgumentParser) -> None:
@@ -196,9 +218,6 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if args.repeat < 1:
         print(f"{prog}: --repeat must be at least 1", file=sys.stderr)
-        return 2
-    if args.strict_settle < 0:
-        print(f"{prog}: --strict-settle must not be negative", file=sys.stderr)
         return 2
     known: dict[str, str] = {}
     if args.expect_fail is not None:

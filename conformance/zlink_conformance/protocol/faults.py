@@ -14,7 +14,8 @@ __all__ = ["PROTOCOL_RULES", "adapter_fault", "first_events", "verdict_order_fau
 PROTOCOL_RULES: Final[Mapping[str, str]] = {
     "AP-1": "Every line the adapter writes on stdout is one JSON object of the protocol: "
             "a reply or an event.",
-    "AP-2": "Every command gets exactly one reply, to that command.",
+    "AP-2": "Every command gets exactly one reply, to that command: never a second one, "
+            "and none to a command that was not sent.",
     "AP-3": "The reply to hello is the adapter's first line.",
     "AP-4": "Every event of something that happened before a reply is written before that "
             "reply.",

@@ -2,12 +2,19 @@
 
 Two reader threads drain the child's stdout (lines, handed over through a queue) and
 stderr (its last lines kept for reports), so a chatty adapter can never block on a full
-pipe and the runner can wait for a line with a deadline. The deadline is the only use of
-the wall clock in the whole runner: it tells a hung adapter from a slow one, and never
-decides a verdict. Anything the adapter does wrong (dies, hangs, writes garbage, skips
-the handshake, answers the wrong command) becomes an ``AdapterError`` with a message
-naming what happened and the tail of its stderr; the runner reports it for the case
-that was running and starts a fresh adapter for the next.
+pipe and the runner can wait for a line with a deadline. Writes are bounded the same way:
+the adapter's stdin is non-blocking and every command is written against the deadline,
+so an adapter that stops reading (its pipe fills) is a hung case, not a hung runner. The
+deadline is the only use of the wall clock in the whole runner: it tells a hung adapter
+from a slow one, and never decides a verdict. Anything the adapter does wrong (dies,
+hangs, writes garbage, skips the handshake, answers the wrong command) becomes an
+``AdapterError`` with a message naming what happened and the tail of its stderr; the
+runner reports it for the case that was running and starts a fresh adapter for the next.
+
+The adapter runs in a session (and so a process group) of its own, and every way of
+ending it (timeout, crash, restart, the end of the run) ends the whole group: an adapter
+started through a wrapper (``sh -c``, a build tool, a language launcher) leaves no
+grandchild behind.
 """
 
 from __future__ import annotations
@@ -18,12 +25,15 @@ import dataclasses
 import json
 import os
 import queue
+import select
+import signal
 import subprocess
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import IO, Any
 
+from ..protocol.faults import adapter_fault
 from ..protocol.wire import (
     CAPABILITIES,
     MAX_LINE_BYTES,
@@ -46,6 +56,7 @@ __all__ = [
 ]
 
 STDERR_TAIL = 30
+STDERR_LINE_CHARS = 2000  # a kept stderr line is cut here: a flood must not fill reports
 _EOF = None
 
 WireTap = Callable[[str, bytes], None]
@@ -96,7 +107,11 @@ class Handshake:
 
 
 class AdapterProcess:
-    """One running adapter. ``argv`` is its command line; ``env`` extra variables."""
+    """One running adapter. ``argv`` is its command line; ``env`` extra variables.
+
+    ``on_stale`` (set by the runner) is told of a second reply to a command of an earlier
+    case, one sent before ``begin_case``: that line is the earlier case's fault (AP-2), so
+    it is handed over and skipped instead of failing the case that is running."""
 
     def __init__(self, argv: Sequence[str], *, env: Mapping[str, str] | None = None,
                  cwd: str | None = None, wire_tap: WireTap | None = None) -> None:
@@ -113,25 +128,37 @@ class AdapterProcess:
         self._next_id = 0
         self._line_no = 0
         self._tap = wire_tap
+        self._answered: dict[int, tuple[str, int]] = {}  # id -> (command, line of its reply)
+        self._case_start = 0  # the first id sent for the running case
+        self.on_stale: Callable[[Reply, str], None] | None = None
         self.handshake: Handshake | None = None
 
     # -------------------------------------------------------------- lifetime
     def start(self) -> None:
-        """Start the process (no handshake yet)."""
+        """Start the process (no handshake yet), in a session of its own."""
         try:
             self._proc = subprocess.Popen(
                 self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE, env=self._env, cwd=self._cwd,
+                start_new_session=True,
             )
         except OSError as exc:
             raise AdapterCrashedError(f"cannot start the adapter {self.argv!r}: {exc}") from None
         assert self._proc.stdout is not None and self._proc.stderr is not None
+        assert self._proc.stdin is not None
+        # Written with os.write against a deadline (send): never blocks the runner.
+        os.set_blocking(self._proc.stdin.fileno(), False)
         threading.Thread(target=self._read_stdout, args=(self._proc.stdout,),
                          daemon=True, name="zlink-adapter-stdout").start()
         self._stderr_thread = threading.Thread(
             target=self._read_stderr, args=(self._proc.stderr,), daemon=True,
             name="zlink-adapter-stderr")
         self._stderr_thread.start()
+
+    @property
+    def pid(self) -> int | None:
+        """The adapter's process id, which is also its process group's and session's."""
+        return self._proc.pid if self._proc is not None else None
 
     def _read_stdout(self, stream: IO[bytes]) -> None:
         try:
@@ -148,6 +175,8 @@ class AdapterProcess:
         try:
             for raw in iter(lambda: stream.readline(64 * 1024), b""):
                 text = raw.decode("utf-8", "replace").rstrip("\r\n")
+                if len(text) > STDERR_LINE_CHARS:
+                    text = f"{text[:STDERR_LINE_CHARS]}... ({len(raw)} bytes)"
                 with self._stderr_lock:
                     self._stderr.append(text)
         except (OSError, ValueError):
@@ -164,63 +193,131 @@ class AdapterProcess:
         return self._proc is not None and self._proc.poll() is None
 
     def stop(self, timeout: float = 2.0) -> None:
-        """Ask the adapter to shut down; kill it if it does not go within ``timeout``."""
+        """Ask the adapter to shut down; end its process group if it does not go within
+        ``timeout`` (and end what it leaves of the group in any case)."""
         proc = self._proc
         if proc is None:
             return
         if proc.poll() is None and self.handshake is not None:
             with contextlib.suppress(AdapterError):
                 self.request({"cmd": "shutdown"}, time.monotonic() + timeout)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(min(timeout, 0.5))
         self.kill(timeout)
 
     def kill(self, timeout: float = 2.0) -> None:
-        """End the process now (terminate, then kill)."""
+        """End the adapter's whole process group now: SIGTERM, up to ``timeout`` for the
+        adapter to go, then SIGKILL for whatever of the group is left (a grandchild that
+        a wrapper started, a process that ignores SIGTERM)."""
         proc = self._proc
         if proc is None:
             return
-        for stream in (proc.stdin,):
-            with contextlib.suppress(OSError, ValueError):
-                if stream is not None:
-                    stream.close()
+        with contextlib.suppress(OSError, ValueError):
+            if proc.stdin is not None:
+                proc.stdin.close()
         if proc.poll() is None:
-            proc.terminate()
+            self._signal_group(signal.SIGTERM)
             try:
                 proc.wait(timeout)
             except subprocess.TimeoutExpired:
-                proc.kill()
-                with contextlib.suppress(subprocess.TimeoutExpired):
-                    proc.wait(timeout)
-        # let the stderr reader take the last lines (it ends at the pipe's end of file)
+                pass
+        if self._group_exists():
+            # the adapter went; give the rest of its group a moment to follow
+            self._signal_group(signal.SIGTERM)
+            end = time.monotonic() + min(timeout, 0.5)
+            while self._group_exists() and time.monotonic() < end:
+                time.sleep(0.01)
+        self._signal_group(signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout)
+        # let the stderr reader take the last lines (it ends at the pipe's end of file,
+        # which comes now that no process of the group holds the pipe)
         if self._stderr_thread is not None:
             self._stderr_thread.join(timeout)
+
+    def _signal_group(self, sig: signal.Signals) -> None:
+        proc = self._proc
+        if proc is None:
+            return
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            pass
+        except PermissionError:  # the group is gone and its id taken: only the child
+            with contextlib.suppress(ProcessLookupError):
+                proc.send_signal(sig)
+
+    def _group_exists(self) -> bool:
+        proc = self._proc
+        if proc is None:
+            return False
+        try:
+            os.killpg(proc.pid, 0)
+        except (ProcessLookupError, PermissionError):
+            return False
+        return True
 
     # ------------------------------------------------------------- messages
     def _fail(self, cls: type[AdapterError], message: str) -> AdapterError:
         return cls(message, self.stderr_tail())
 
+    @property
+    def next_id(self) -> int:
+        """The id the next command will carry."""
+        return self._next_id
+
+    def begin_case(self) -> None:
+        """Mark where a case starts: a second reply to a command sent before this is the
+        fault of the case that sent it (``on_stale``), not of the one that runs."""
+        self._case_start = self._next_id
+
     def _next_message(self, deadline: float, waiting_for: str,
                       limit: str = "the case timeout") -> Reply | Event:
         remaining = deadline - time.monotonic()
+        # The deadline is checked before the queue: a flood of lines cannot carry the
+        # runner past it.
         try:
-            raw = self._lines.get(timeout=max(remaining, 0.0)) if remaining > 0 \
-                else self._lines.get_nowait()
+            if remaining <= 0:
+                raise queue.Empty
+            raw = self._lines.get(timeout=remaining)
         except queue.Empty:
             raise self._fail(AdapterHungError, f"no answer within {limit} while waiting for "
                                                f"{waiting_for}") from None
         if raw is _EOF:
+            self._lines.put(_EOF)  # every later read sees the end too
             code = self._exit_code()
             how = f"exited with status {code}" if code is not None else "closed its stdout"
             if self._stderr_thread is not None:
                 self._stderr_thread.join(1.0)
             raise self._fail(AdapterCrashedError, f"the adapter {how} while the runner waited for "
                                                   f"{waiting_for}")
+        return self._parse(raw)
+
+    def _parse(self, raw: bytes) -> Reply | Event:
         self._line_no += 1
         if self._tap is not None:
             self._tap("received", raw)
         try:
             return parse_adapter_line(raw, self._line_no)
         except AdapterMessageError as exc:
-            raise self._fail(AdapterProtocolError, str(exc)) from None
+            raise self._fail(AdapterProtocolError, adapter_fault("AP-1", str(exc))) from None
+
+    def drain(self) -> list[Reply | Event | str]:
+        """Every line the adapter has written and the runner not read yet, without
+        waiting: the messages, and for a line that is not the protocol its AP-1 fault."""
+        out: list[Reply | Event | str] = []
+        while True:
+            try:
+                raw = self._lines.get_nowait()
+            except queue.Empty:
+                return out
+            if raw is _EOF:
+                self._lines.put(_EOF)
+                return out
+            try:
+                out.append(self._parse(raw))
+            except AdapterError as exc:
+                out.append(exc.message)
 
     def _exit_code(self) -> int | None:
         proc = self._proc
@@ -231,19 +328,35 @@ class AdapterProcess:
         except subprocess.TimeoutExpired:
             return None
 
-    def send(self, message: Mapping[str, Any]) -> int:
-        """Write one command with a fresh id; returns the id."""
+    def send(self, message: Mapping[str, Any], deadline: float) -> int:
+        """Write one command with a fresh id, by ``deadline``; returns the id. An adapter
+        that does not read its stdin (the pipe stays full) is hung, like one that does not
+        answer."""
         proc = self._proc
         if proc is None or proc.stdin is None:
             raise self._fail(AdapterCrashedError, "the adapter is not running")
         ident = self._next_id
         self._next_id += 1
         line = json.dumps({"id": ident, **message}, separators=(",", ":")) + "\n"
+        data = memoryview(line.encode("utf-8"))
         if self._tap is not None:
-            self._tap("sent", line.encode("utf-8"))
+            self._tap("sent", bytes(data))
         try:
-            proc.stdin.write(line.encode("utf-8"))
-            proc.stdin.flush()
+            fd = proc.stdin.fileno()
+            while data:
+                try:
+                    data = data[os.write(fd, data):]
+                    continue
+                except BlockingIOError:
+                    pass  # the pipe is full: wait until the adapter reads, or the deadline
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise self._fail(
+                        AdapterHungError,
+                        f"the adapter did not read its stdin within the case timeout: "
+                        f"{len(data)} of {len(line)} byte(s) of {message.get('cmd')!r} "
+                        f"(id {ident}) could not be written (its stdin pipe is full)")
+                select.select([], [fd], [], remaining)
         except (BrokenPipeError, OSError, ValueError):
             code = self._exit_code()
             raise self._fail(AdapterCrashedError, f"the adapter stopped reading its stdin "
@@ -254,8 +367,9 @@ class AdapterProcess:
                 on_event: Callable[[Event], None] | None = None) -> tuple[int, Reply]:
         """Send one command and wait for its reply, passing every event that comes first
         to ``on_event``. Returns (command id, reply)."""
-        ident = self.send(message)
-        what = f"the reply to {message.get('cmd')!r} (id {ident})"
+        name = str(message.get("cmd"))
+        ident = self.send(message, deadline)
+        what = f"the reply to {name!r} (id {ident})"
         while True:
             msg = self._next_message(deadline, what)
             if isinstance(msg, Event):
@@ -263,10 +377,28 @@ class AdapterProcess:
                     on_event(msg)
                 continue
             if msg.re != ident:
-                raise self._fail(AdapterProtocolError,
-                                 f"adapter stdout line {msg.line}: a reply to command {msg.re}, "
-                                 f"but the runner waits for {ident}")
+                earlier = self._answered.get(msg.re)
+                if earlier is not None and msg.re < self._case_start \
+                        and self.on_stale is not None:
+                    self.on_stale(msg, earlier[0])
+                    continue
+                raise self._fail(AdapterProtocolError, self._wrong_reply(msg, ident))
+            self._answered[ident] = (name, msg.line)
             return ident, msg
+
+    def _wrong_reply(self, msg: Reply, ident: int) -> str:
+        earlier = self._answered.get(msg.re)
+        if earlier is not None:
+            seen = (f"adapter stdout line {msg.line}: a second reply to command {msg.re} "
+                    f"({earlier[0]!r}, answered at line {earlier[1]}), while the runner "
+                    f"waits for {ident}")
+        elif msg.re >= self._next_id:
+            seen = (f"adapter stdout line {msg.line}: a reply to command {msg.re}, which the "
+                    f"runner never sent (it waits for {ident})")
+        else:
+            seen = (f"adapter stdout line {msg.line}: a reply to command {msg.re}, but the "
+                    f"runner waits for {ident}")
+        return adapter_fault("AP-2", seen)
 
     def quiet(self, seconds: float, on_event: Callable[[Event], None]) -> None:
         """Wait ``seconds`` with no command in flight, passing every event that comes to
@@ -278,25 +410,27 @@ class AdapterProcess:
             except AdapterHungError:
                 return
             if isinstance(msg, Reply):
-                raise self._fail(AdapterProtocolError,
-                                 f"adapter stdout line {msg.line}: a reply to command "
-                                 f"{msg.re} while no command was in flight")
+                raise self._fail(AdapterProtocolError, adapter_fault(
+                    "AP-2", f"adapter stdout line {msg.line}: a reply to command {msg.re} "
+                            f"while no command was in flight"))
             on_event(msg)
 
     def hello(self, deadline: float) -> Handshake:
         """The handshake: must be the adapter's first message."""
-        ident = self.send({"cmd": "hello", "protocol": PROTOCOL_VERSION})
         try:
+            ident = self.send({"cmd": "hello", "protocol": PROTOCOL_VERSION}, deadline)
             msg = self._next_message(deadline, "the reply to hello", "the handshake timeout")
         except AdapterError as exc:
             raise HandshakeError(f"handshake failed: {exc.message}", exc.stderr_tail) from None
         if isinstance(msg, Event):
-            raise self._fail(HandshakeError,
-                             f"handshake missing: adapter stdout line {msg.line} is a "
-                             f"{msg.name!r} event; the first line must be the reply to hello")
+            raise self._fail(HandshakeError, adapter_fault(
+                "AP-3", f"handshake missing: adapter stdout line {msg.line} is a "
+                        f"{msg.name!r} event; the first line must be the reply to hello"))
         if msg.re != ident:
-            raise self._fail(HandshakeError, f"handshake missing: adapter stdout line "
-                                             f"{msg.line} answers command {msg.re}, not hello")
+            raise self._fail(HandshakeError, adapter_fault(
+                "AP-3", f"handshake missing: adapter stdout line {msg.line} answers command "
+                        f"{msg.re}, not hello"))
+        self._answered[ident] = ("hello", msg.line)
         if not msg.ok:
             raise self._fail(HandshakeError, f"the adapter refused the handshake: "
                                              f"{msg.error_kind}: {msg.error_message}")

@@ -27,6 +27,7 @@ from ..oracle.invariants import WorkInfo, check_invariants
 from ..oracle.log import CaseLog
 from ..oracle.model import Divergence, check_model
 from .process import AdapterError, AdapterProcess, WireTap
+from .suite import check_duration
 
 __all__ = ["ResendError", "ResendResult", "load_resend", "resend"]
 
@@ -95,6 +96,8 @@ def resend(argv: Sequence[str], case_id: str, commands: Sequence[Mapping[str, An
            handshake_timeout: float = 30.0, env: Mapping[str, str] | None = None,
            wire_tap: WireTap | None = None) -> ResendResult:
     """Send ``commands`` to a fresh adapter and judge the log."""
+    timeout = check_duration("--timeout", timeout)
+    handshake_timeout = check_duration("--handshake-timeout", handshake_timeout)
     sequence = [dict(c) for c in commands]
     if sequence[0].get("cmd") != "reset":
         sequence.insert(0, {"cmd": "reset"})

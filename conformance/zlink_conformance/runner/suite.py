@@ -7,7 +7,9 @@ and the model oracle (``oracle.model``: the whole log replayed through the refer
 protocol core; its first divergence fails the case). A case whose capability the
 adapter did not declare is skipped, and says which capability it needed. If the adapter
 dies, hangs or breaks the protocol, that case is an error (with the adapter's last
-stderr lines) and the next case gets a fresh adapter.
+stderr lines) and the next case gets a fresh adapter; if that fresh adapter cannot
+complete its handshake, every remaining case is an error at once, with the reason (one
+failed restart, never one wait for the handshake timeout per case).
 
 Verdicts: ``passed``; ``failed`` (the runtime behaved differently from the case);
 ``error`` (the adapter crashed, hung, broke the protocol or refused a command);
@@ -20,6 +22,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import json
+import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -32,7 +35,7 @@ from ..oracle.log import CaseLog
 from ..oracle.model import Divergence, check_model
 from ..protocol.faults import adapter_fault, first_events, verdict_order_faults
 from ..protocol.wire import Event, Reply
-from .process import AdapterError, AdapterProcess, Handshake, HandshakeError, WireTap
+from .process import AdapterError, AdapterProcess, AdapterProtocolError, Handshake, WireTap
 
 __all__ = [
     "DEFAULT_HANDSHAKE_TIMEOUT",
@@ -40,10 +43,12 @@ __all__ = [
     "OUTCOMES",
     "STATUSES",
     "CaseResult",
+    "InvalidDurationError",
     "Runner",
     "SuiteAbortedError",
     "SuiteReport",
     "Verdict",
+    "check_duration",
 ]
 
 DEFAULT_TIMEOUT = 10.0
@@ -52,6 +57,28 @@ STATUSES = ("passed", "failed", "error", "skipped")
 # What a verdict means once known failures are taken into account: a listed case that
 # failed is an expected failure, a listed case that passed an unexpected pass.
 OUTCOMES = ("passed", "failed", "error", "skipped", "xfail", "xpass")
+
+
+class InvalidDurationError(ValueError):
+    """A duration option is not a positive, finite number of seconds. ``option`` names it
+    as the user wrote it (``--timeout``) so the message points at the argument."""
+
+    def __init__(self, option: str, value: object, *, zero_allowed: bool = False) -> None:
+        what = "zero (off) or a positive" if zero_allowed else "a positive"
+        self.requirement = f"{what}, finite number of seconds"
+        super().__init__(f"{option} must be {self.requirement}, not {value!r}")
+        self.option = option
+        self.value = value
+
+
+def check_duration(option: str, value: float, *, zero_allowed: bool = False) -> float:
+    """``value`` if it is a usable number of seconds for ``option``, else
+    ``InvalidDurationError``: a timeout of -1, 0, NaN or infinity would make every case
+    an error (or none ever end), which is a wrong argument, not a verdict."""
+    if isinstance(value, bool) or not isinstance(value, int | float) \
+            or not math.isfinite(value) or value < 0 or (value == 0 and not zero_allowed):
+        raise InvalidDurationError(option, value, zero_allowed=zero_allowed)
+    return float(value)
 
 
 class SuiteAbortedError(Exception):
@@ -273,8 +300,10 @@ Progress = Callable[[int, int, CaseResult], None]
 class Runner:
     """Runs cases on one adapter command line, restarting the adapter after a failure.
 
-    ``timeout`` bounds one case, ``handshake_timeout`` the adapter's start (seconds of
-    wall-clock time; they only tell a hung adapter from a slow one)."""
+    ``timeout`` bounds one case (every read and write of it), ``handshake_timeout`` the
+    adapter's start and each restart (seconds of wall-clock time; they only tell a hung
+    adapter from a slow one). Both must be positive and finite, ``strict_settle`` zero
+    (off) or positive and finite (``InvalidDurationError`` otherwise)."""
 
     def __init__(self, argv: Sequence[str], *, timeout: float = DEFAULT_TIMEOUT,
                  env: Mapping[str, str] | None = None, transcripts: Path | None = None,
@@ -283,7 +312,10 @@ class Runner:
                  known_failures: Mapping[str, str] | None = None,
                  strict_settle: float = 0.0) -> None:
         self.argv = list(argv)
-        self.strict_settle = strict_settle
+        timeout = check_duration("--timeout", timeout)
+        handshake_timeout = check_duration("--handshake-timeout", handshake_timeout)
+        self.strict_settle = check_duration("--strict-settle", strict_settle,
+                                            zero_allowed=True)
         # The reply to the reset that readied the adapter for the next case (sent at the
         # end of the case before, so what that case leaves is charged to it), or None.
         self._reset_reply: Reply | None = None
@@ -296,6 +328,16 @@ class Runner:
         self._adapter: AdapterProcess | None = None
         self.handshake: Handshake | None = None
         self.restarts = 0
+        # Why the adapter could not be restarted: once set, every later case is an
+        # error at once with this reason (a dead adapter is not retried once per case).
+        self.restart_failure: str | None = None
+        # The process id (= process group id) of every adapter started, in order: what
+        # a test checks is gone after the run.
+        self.adapter_pids: list[int] = []
+        # The current adapter's cases by the first wire id sent for each: a late second
+        # reply to an earlier case's command is charged to that case (AP-2).
+        self._cases_by_id: list[tuple[int, CaseResult]] = []
+        self._previous: CaseResult | None = None  # the last case run on this adapter
 
     # --------------------------------------------------------------- adapter
     def start(self) -> Handshake:
@@ -307,9 +349,14 @@ class Runner:
 
     def _launch(self) -> Handshake:
         adapter = AdapterProcess(self.argv, env=self.env, wire_tap=self.wire_tap)
+        adapter.on_stale = self._stale_reply
         self._adapter = adapter
         self._reset_reply = None
+        self._cases_by_id = []
+        self._previous = None
         adapter.start()
+        if adapter.pid is not None:
+            self.adapter_pids.append(adapter.pid)
         try:
             handshake = adapter.hello(time.monotonic() + self.handshake_timeout)
         except AdapterError:
@@ -338,9 +385,10 @@ class Runner:
             self.restarts += self.handshake is not None
             try:
                 self._launch()
-            except HandshakeError as exc:
+            except AdapterError as exc:
+                self.restart_failure = exc.message
                 raise AdapterError(f"could not restart the adapter: {exc.message}",
-                                     exc.stderr_tail) from None
+                                   exc.stderr_tail) from None
         assert self._adapter is not None
         return self._adapter
 
@@ -369,10 +417,22 @@ class Runner:
                               [f"needs capability {', '.join(missing)}, which the adapter "
                                f"did not declare"],
                               expected_failure=self.known_failures.get(case.id))
+        if self.restart_failure is not None:
+            return CaseResult(case, "error", 0.0,
+                              [f"not run: the adapter could not be restarted after an earlier "
+                               f"case ended it: {self.restart_failure}"],
+                              expected_failure=self.known_failures.get(case.id))
         log = CaseLog()
+        result = CaseResult(case, "error", 0.0, log=log,
+                            expected_failure=self.known_failures.get(case.id))
+        # A restart is bounded by the handshake timeout; the case's own bound starts
+        # once its adapter is ready.
+        deadline = t0 + self.timeout
         try:
             adapter = self._ready_adapter()
-            status, messages = self._execute(adapter, case, log, t0 + self.timeout)
+            adapter = self._begin_case(adapter, result)
+            deadline = time.monotonic() + self.timeout
+            status, messages = self._execute(adapter, case, log, deadline)
             tail: list[str] = []
             if status in ("passed", "failed"):
                 faults = verdict_order_faults(log.events)
@@ -391,40 +451,93 @@ class Runner:
                 status = "failed"
                 messages.append(divergence.message())
         if self._adapter is not None:
-            late = self._close_case(t0 + self.timeout)
+            late = self._close_case(deadline)
             if late is not None and status == "error":
                 messages.append(late)
             elif late is not None:
                 status, messages, tail = "error", [late], self._adapter_tail()
                 divergence = None
-        result = CaseResult(case, status, time.monotonic() - t0, messages, tail, log,
-                            divergence, undecided, self.known_failures.get(case.id))
+        result.status, result.seconds, result.messages = status, time.monotonic() - t0, messages
+        result.stderr_tail, result.divergence, result.model_undecided = tail, divergence, undecided
+        self._previous = result if self._adapter is not None else None
         if self.transcripts is not None:
             self._write_transcript(result)
         return result
+
+    def _begin_case(self, adapter: AdapterProcess, result: CaseResult) -> AdapterProcess:
+        """Ready the adapter for a case. A line the adapter wrote after the case before
+        ended (after the confirming settle that closed it) is that case's (AP-6, or AP-2
+        for a reply): it is charged to it, and this case gets a fresh adapter, since one
+        that still writes for an ended case cannot be trusted to start this one clean."""
+        stale = adapter.drain()
+        if stale and self._previous is None:  # a fresh adapter wrote before any command
+            raise AdapterProtocolError(_stale_fault(stale, "before the first reset"),
+                                       adapter.stderr_tail())
+        if stale and self._previous is not None:
+            _charge(self._previous, _stale_fault(stale, "after it had ended, seen before the "
+                                                        "next case sent anything"))
+            adapter.kill()
+            self._adapter = None
+            adapter = self._ready_adapter()
+        adapter.begin_case()
+        self._cases_by_id.append((adapter.next_id, result))
+        return adapter
+
+    def _stale_reply(self, reply: Reply, command: str) -> None:
+        """A second reply to a command of an earlier case: that case's AP-2 fault."""
+        owner = None
+        for first, result in self._cases_by_id:
+            if first <= reply.re:
+                owner = result
+        if owner is None:
+            owner = self._previous
+        if owner is not None:
+            _charge(owner, adapter_fault(
+                "AP-2", f"adapter stdout line {reply.line}: a second reply to command "
+                        f"{reply.re} ({command!r}) of this case, written after the case had "
+                        f"ended"))
 
     def _adapter_tail(self) -> list[str]:
         return self._adapter.stderr_tail() if self._adapter is not None else []
 
     def _close_case(self, deadline: float) -> str | None:
-        """End the case with the ``reset`` that readies the adapter for the next one: an
-        event written before its reply is still this case's, and breaks AP-6 (this
-        case's settle had answered). Returns that fault's message, or None."""
-        assert self._adapter is not None
+        """End the case with the ``reset`` that readies the adapter for the next one, and
+        a confirming ``settle`` after it. An event written before the reset's reply is
+        still this case's and breaks AP-6 (this case's settle had answered); anything
+        before the confirmation's reply (a second reply to the reset, an event) and any
+        line already read after it is this case's too (AP-2, AP-6). Returns that fault's
+        message, or None. After a fault the adapter is ended, so the next case starts on
+        a fresh one."""
+        adapter = self._adapter
+        assert adapter is not None
         late: list[Event] = []
+        problem: str | None = None
         try:
-            _, reply = self._adapter.request({"cmd": "reset"}, deadline, late.append)
+            _, reply = adapter.request({"cmd": "reset"}, deadline, late.append)
+            if reply.ok:
+                stale: list[Reply | Event | str] = []
+                adapter.request({"cmd": "settle"}, deadline, stale.append)
+                stale += adapter.drain()
+                if stale:
+                    problem = _stale_fault(stale, "after the reply to the reset that ends "
+                                                  "it")
         except AdapterError as exc:
-            self._adapter.kill()
+            adapter.kill()
             self._adapter = None
+            if exc.message.startswith("adapter fault"):
+                return f"{exc.message} (after the case, at the reset that ends it)"
             return f"after the case, at the reset that ends it: {exc.message}"
-        self._reset_reply = reply if reply.ok else None
         if late:
-            return adapter_fault("AP-6", f"{len(late)} event(s) of this case came after its "
-                                         f"last settle had answered, before the reply to the "
-                                         f"reset that ends it ({first_events(late)})")
-        if not reply.ok:
-            return f"reset refused: {reply.error_kind}: {reply.error_message}"
+            problem = adapter_fault("AP-6", f"{len(late)} event(s) of this case came after "
+                                            f"its last settle had answered, before the reply "
+                                            f"to the reset that ends it ({first_events(late)})")
+        elif problem is None and not reply.ok:
+            problem = f"reset refused: {reply.error_kind}: {reply.error_message}"
+        if problem is not None:
+            adapter.kill()
+            self._adapter = None
+            return problem
+        self._reset_reply = reply
         return None
 
     def _settle(self, adapter: AdapterProcess, log: CaseLog, deadline: float, where: str
@@ -531,3 +644,30 @@ def _renumbered(case: Case, ids: Mapping[int, int]) -> dict[str, Any]:
         wire = ids.get(info.command_id) if info.command_id is not None else None
         out[work] = dataclasses.replace(info, command_id=wire)
     return out
+
+
+def _charge(result: CaseResult, message: str) -> None:
+    """Charge an adapter fault found after ``result`` was judged to it: it becomes an
+    error naming the fault (its log was not the whole of what the adapter wrote)."""
+    if result.status == "error":
+        result.messages.append(message)
+    else:
+        result.status, result.messages, result.divergence = "error", [message], None
+
+
+def _stale_fault(lines: Sequence[Reply | Event | str], when: str) -> str:
+    """One message for the lines a case left behind: AP-1 for a line that is not the
+    protocol, else AP-2 for a reply, else AP-6 for events."""
+    broken = [line for line in lines if isinstance(line, str)]
+    if broken:
+        return broken[0]
+    replies = [line for line in lines if isinstance(line, Reply)]
+    events = [line for line in lines if isinstance(line, Event)]
+    if replies:
+        first = replies[0]
+        return adapter_fault(
+            "AP-2", f"adapter stdout line {first.line}: {len(replies)} reply(ies) to command "
+                    f"{first.re} and {len(events)} event(s) {when}: a command answered twice "
+                    f"or a reply to no command")
+    return adapter_fault("AP-6", f"{len(events)} event(s) of this case came {when} "
+                                 f"({first_events(events)})")
