@@ -9,7 +9,9 @@ HOSTILE names the tricks (comma-separated):
 - ``huge_name``: a runtime name of 900,000 characters;
 - ``many_capabilities``: 95,000 capability names the runner does not know, after the
   real ones;
-- ``refuse``: the first settle of case FAKE_CASE (default 2) is refused with an error
+- ``refuse``: the first settle of case FAKE_CASE (default 2, counted by resets) that
+  follows another command of the case (so not the runner's confirming settle right after
+  a reset) is refused with an error
   message holding a lone surrogate (``\\ud800``), ESC[2J, BEL, NUL, DEL and a C1 CSI,
   and the same controls go to stderr.
 
@@ -35,6 +37,7 @@ class HostileText(ReferenceAdapter):
         self.case = int(os.environ.get("FAKE_CASE", "2"))
         self.resets = 0
         self.struck = False
+        self.busy = False  # a command other than reset and settle came in this case
 
     def hello(self, cmd: dict[str, Any]) -> dict[str, Any]:
         reply = super().hello(cmd)
@@ -53,8 +56,11 @@ class HostileText(ReferenceAdapter):
     def _run_command(self, name: Any, cmd: dict[str, Any]) -> dict[str, Any]:
         if name == "reset":
             self.resets += 1
+            self.busy = False
+        elif name != "settle":
+            self.busy = True
         if (name == "settle" and "refuse" in self.tricks and not self.struck
-                and self.resets == self.case):
+                and self.busy and self.resets == self.case):
             self.struck = True
             sys.stderr.write(f"hostile adapter: {NASTY}\n".encode("utf-8", "surrogatepass")
                              .decode("utf-8", "replace"))
