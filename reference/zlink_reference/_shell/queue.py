@@ -773,7 +773,11 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
         return self._core.closed
 
     def statistics(self) -> QueueStatistics:
-        """Counts and flags right now (read it on the loop thread)."""
+        """Counts and flags right now, as one view of one state. Called from another
+        thread, the view is taken on the owner's loop and returned (D-24): read field
+        by field off the loop, it could mix two states."""
+        if get_ident() != self._rt.thread_id and self._rt.foreign():
+            return self._rt.call_on_loop(self.statistics)
         return QueueStatistics(self._core)
 
     def __repr__(self) -> str:

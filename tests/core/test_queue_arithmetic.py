@@ -1,0 +1,104 @@
+"""The queue core's arithmetic (SE-6.4, SE-5.1, SD-2): the time budget in clock units,
+the idle test, and the live/active/reserved counts, each with numbers that tell a
+wrong operator apart (both lanes non-zero, unequal, and a clock whose unit is not the
+millisecond). These close gaps a mutation run over ``zlink_model/queue.py`` found
+(issue 15, defect 10; docs/properties.md lists the run)."""
+
+from __future__ import annotations
+
+import pytest
+
+from zlink_model.queue import (
+    APPLICATION_LANE,
+    LIFECYCLE_LANE,
+    QueueConfig,
+    QueueCore,
+    WorkRecord,
+)
+from zlink_reference import ZLinkExecutionLanePolicy
+
+
+def core_of(units_per_ms: float = 1.0, **kw: int) -> QueueCore[WorkRecord]:
+    policy = ZLinkExecutionLanePolicy(**{"owner_time_budget_ms": 10, **kw})
+    return QueueCore(QueueConfig(policy, units_per_ms=units_per_ms), "q")
+
+
+@pytest.mark.parametrize("units_per_ms", [1, 1000, 0.5])
+def test_SE_6_4_the_budget_is_counted_in_the_clocks_units(units_per_ms: float) -> None:
+    core = core_of(units_per_ms)
+    budget = 10 * units_per_ms
+    assert core.config.budget == budget
+    a, b, c = WorkRecord(), WorkRecord(), WorkRecord()
+    for rec in (a, b, c):
+        core.admit(rec)
+    core.enter_drain(100)
+    assert core.take_next(100) is a
+    # One unit short of the budget: the slice goes on.
+    assert core.next_step(100 + budget - 0.25, a) is b
+    # Exactly the budget: the slice ends, and the work left is scheduled (D-10).
+    assert core.next_step(100 + budget, b) is None
+    assert not core.draining and core.drain_scheduled
+    assert core.has_ready()
+
+
+def test_SE_6_4_a_millisecond_clock_budget_is_not_a_microsecond_one() -> None:
+    """The same 10 ms budget on a clock counting microseconds: 9,999 units in, the
+    slice is not over; on a millisecond clock it would be long over."""
+    micro, milli = core_of(1000), core_of(1)
+    for core in (micro, milli):
+        first, second = WorkRecord(), WorkRecord()
+        core.admit(first)
+        core.admit(second)
+        core.enter_drain(0)
+        core.take_next(0)
+    assert micro.next_step(9_999, micro.current) is not None
+    assert milli.next_step(9_999, milli.current) is None
+
+
+def test_SE_6_6_is_idle_sees_live_lifecycle_work_alone() -> None:
+    core = core_of()
+    assert core.is_idle()
+    rec = WorkRecord()
+    core.admit(rec, LIFECYCLE_LANE)
+    assert not core.is_idle() and core.app_count == 0
+    core.enter_drain(0)
+    core.take_next(0)
+    assert not core.is_idle()  # running still counts
+    core.finish(rec)
+    assert core.is_idle()
+
+
+def test_SE_6_6_is_idle_sees_live_application_work_alone() -> None:
+    core = core_of()
+    core.admit(WorkRecord(), APPLICATION_LANE)
+    assert not core.is_idle() and core.life_count == 0
+
+
+def test_SD_2_live_and_active_add_both_lanes_and_subtract_zombies() -> None:
+    core = core_of()
+    for _ in range(2):
+        core.admit(WorkRecord(), APPLICATION_LANE, payload_bytes=10)
+    for _ in range(3):
+        core.admit(WorkRecord(), LIFECYCLE_LANE, payload_bytes=7)
+    assert core.live() == 5
+    assert core.active() == 5
+    assert core.reserved_of(APPLICATION_LANE) == (2, 2 * (10 + 256))
+    assert core.reserved_of(LIFECYCLE_LANE) == (3, 3 * (7 + 256))
+    core.enter_drain(0)
+    taken = core.take_next(0)  # a lifecycle work: it overtakes
+    core.yield_turn(taken)  # suspended: still live, still reserved
+    assert core.live() == 5 and core.reserved_of(LIFECYCLE_LANE)[0] == 3
+    marked = core.dispose_safely()
+    assert len(marked) == 5 and core.zombies == 5
+    assert core.live() == 5 and core.active() == 0
+    core.requeue(taken)
+    core.cancel(taken)  # a finished zombie leaves the scope (SD-2)
+    assert core.zombies == 4 and core.live() == 4 and core.active() == 0
+    assert core.reserved_of(LIFECYCLE_LANE) == (2, 2 * (7 + 256))
+
+
+def test_SE_5_1_a_payload_reservation_is_payload_plus_fixed_cost() -> None:
+    core = core_of(fixed_work_byte_cost=100)
+    core.admit(WorkRecord(), APPLICATION_LANE, payload_bytes=1)
+    core.admit(WorkRecord(), APPLICATION_LANE)
+    assert core.reserved_of(APPLICATION_LANE) == (2, 101 + 100)
