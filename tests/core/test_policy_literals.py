@@ -113,3 +113,27 @@ def test_SE_6_4_owner_time_budget_ms_refuses_infinity_with_the_field_named(
 
 def test_SE_6_4_a_large_finite_owner_time_budget_is_allowed() -> None:
     assert ZLinkExecutionLanePolicy(owner_time_budget_ms=1e12).owner_time_budget_ms == 1e12
+
+
+def test_SE_6_1_a_json_file_is_read_as_json_only(tmp_path: Path) -> None:
+    """A ``.json`` file holding TOML is refused: only a file of unknown suffix may be
+    either (a mutant that sent ``.json`` to the either-way branch survived before)."""
+    js = tmp_path / "p.json"
+    js.write_text("lifecycle_burst_limit = 3\n")
+    with pytest.raises(PolicyInputError, match="neither valid JSON nor TOML"):
+        load_policy(js)
+    other = tmp_path / "p.policy"
+    other.write_text("lifecycle_burst_limit = 3\n")
+    assert load_policy(other).lifecycle_burst_limit == 3
+    upper = tmp_path / "p.JSON"
+    upper.write_text(json.dumps({"lifecycle_burst_limit": 4}))
+    assert load_policy(upper).lifecycle_burst_limit == 4
+
+
+def test_SE_6_1_a_missing_or_non_table_file_is_a_policy_input_error(tmp_path: Path) -> None:
+    with pytest.raises(PolicyInputError, match="cannot read"):
+        load_policy(tmp_path / "absent.toml")
+    js = tmp_path / "list.json"
+    js.write_text("[1, 2]")
+    with pytest.raises(PolicyInputError, match="expected a table of policy fields, got list"):
+        load_policy(js)

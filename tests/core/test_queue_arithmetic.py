@@ -102,3 +102,58 @@ def test_SE_5_1_a_payload_reservation_is_payload_plus_fixed_cost() -> None:
     core.admit(WorkRecord(), APPLICATION_LANE, payload_bytes=1)
     core.admit(WorkRecord(), APPLICATION_LANE)
     assert core.reserved_of(APPLICATION_LANE) == (2, 101 + 100)
+
+
+def test_SE_6_3_sequence_numbers_are_consecutive_across_admit_transfer_and_requeue() -> None:
+    """Each step that places an item takes the next sequence number, exactly one more
+    than the last (SE-6.3, D-1): an order key that skipped or repeated numbers would
+    still sort, but wids would no longer name admissions one to one."""
+    core = core_of()
+    a, b, c = WorkRecord(), WorkRecord(), WorkRecord()
+    core.admit(a)
+    core.admit(b, LIFECYCLE_LANE)
+    core.transfer(c)
+    assert [a.seq, b.seq, c.seq] == [0, 1, 2] and core.next_seq == 3
+    core.enter_drain(0)
+    taken = core.take_next(0)
+    core.yield_turn(taken)
+    core.requeue(taken)
+    assert taken.seq == 3 and taken.wid == 1 and core.next_seq == 4
+    d = WorkRecord()
+    core.admit(d)
+    assert d.seq == d.wid == 4
+
+
+def test_SD_1_dispose_ends_the_never_started_works_itself() -> None:
+    """``dispose`` cancels queued works in the core and returns them first; the live
+    ones it returns second are the shell's to cancel on their turn (D-8)."""
+    core = core_of()
+    running, queued_app, queued_life, suspended = (WorkRecord() for _ in range(4))
+    core.admit(suspended)
+    core.admit(running)
+    core.enter_drain(0)
+    core.yield_turn(core.take_next(0))
+    assert core.take_next(0) is running
+    core.admit(queued_app)
+    core.admit(queued_life, LIFECYCLE_LANE)
+    ended, live = core.dispose()
+    assert set(ended) == {queued_app, queued_life}
+    assert all(r.phase == 4 for r in ended)  # DONE
+    assert set(live) == {running, suspended}
+    assert core.reserved_of(LIFECYCLE_LANE) == (0, 0)
+    assert core.reserved_of(APPLICATION_LANE) == (2, 2 * 256)
+
+
+def test_SE_6_3_the_model_only_take_ahead_numbers_moved_works_consecutively() -> None:
+    """``take_next_ahead_of`` (checkers only) gives each moved admission the next
+    number, as its admission would have had after the take."""
+    core = core_of()
+    a, b, c = WorkRecord(), WorkRecord(), WorkRecord()
+    for rec in (a, b, c):
+        core.admit(rec)
+    core.enter_drain(0)
+    assert core.take_next_ahead_of([b, c], 0) is a
+    assert (b.seq, c.seq, core.next_seq) == (3, 4, 5)
+    d = WorkRecord()
+    core.admit(d)
+    assert d.seq == 5
