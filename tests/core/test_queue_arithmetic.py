@@ -157,3 +157,36 @@ def test_SE_6_3_the_model_only_take_ahead_numbers_moved_works_consecutively() ->
     d = WorkRecord()
     core.admit(d)
     assert d.seq == 5
+
+
+def test_SD_1_a_timeout_expires_only_while_it_runs() -> None:
+    """``expire_timeout`` of a scope already cancelled (``dispose`` came first) is
+    refused: the timeout no longer runs, and cancelling twice is no step (SD-1)."""
+    from zlink_model.errors import ZLinkProtocolError
+
+    core = core_of()
+    core.admit(WorkRecord())
+    with pytest.raises(ZLinkProtocolError, match="no disposal timeout is running"):
+        core.expire_timeout()  # open scope
+    core.dispose_after_timeout()
+    core.dispose()
+    with pytest.raises(ZLinkProtocolError, match="no disposal timeout is running"):
+        core.expire_timeout()  # cancelled by dispose meanwhile
+
+
+def test_SE_6_6_the_fast_take_reports_streak_zero_in_its_event() -> None:
+    """The drain's shortcut for "only application work is ready" emits the same
+    ``take_next`` event ``take_next`` would: streak 0 (the trace format's field)."""
+    events: list[tuple[str, dict[str, object]]] = []
+    policy = ZLinkExecutionLanePolicy(owner_time_budget_ms=10)
+    core: QueueCore[WorkRecord] = QueueCore(
+        QueueConfig(policy, observer=lambda _q, e, f: events.append((e, f))), "q")
+    a, b = WorkRecord(), WorkRecord()
+    core.admit(a)
+    core.admit(b)
+    core.enter_drain(0)
+    core.take_next(0)
+    assert core.next_step(1, a) is b  # the shortcut
+    takes = [f for e, f in events if e == "take_next"]
+    assert [(t["work"], t["streak"], t["source"], t["resume"]) for t in takes] == [
+        (0, 0, "application", False), (1, 0, "application", False)]
