@@ -137,3 +137,30 @@ def test_SE_6_1_a_missing_or_non_table_file_is_a_policy_input_error(tmp_path: Pa
     js.write_text("[1, 2]")
     with pytest.raises(PolicyInputError, match="expected a table of policy fields, got list"):
         load_policy(js)
+
+
+def test_SE_6_1_a_toml_file_is_read_as_toml_only(tmp_path: Path) -> None:
+    toml = tmp_path / "p.toml"
+    toml.write_text(json.dumps({"lifecycle_burst_limit": 3}))
+    with pytest.raises(PolicyInputError, match="neither valid JSON nor TOML"):
+        load_policy(toml)
+
+
+@pytest.mark.parametrize("suffix", [".cfg", ".policy", ".zzz", ""])
+def test_SE_6_1_a_file_of_another_suffix_may_be_json_or_toml(
+        tmp_path: Path, suffix: str) -> None:
+    """Suffixes that sort before, between and after ``.json`` and ``.toml``: each is
+    read either way (a mutant that compared suffixes by order survived before)."""
+    as_json = tmp_path / f"j{suffix}"
+    as_json.write_text(json.dumps({"lifecycle_burst_limit": 5}))
+    as_toml = tmp_path / f"t{suffix}"
+    as_toml.write_text("lifecycle_burst_limit = 6\n")
+    assert load_policy(as_json).lifecycle_burst_limit == 5
+    assert load_policy(as_toml).lifecycle_burst_limit == 6
+
+
+def test_SE_6_1_an_unreadable_file_is_named_with_the_systems_reason(tmp_path: Path) -> None:
+    absent = tmp_path / "absent.json"
+    with pytest.raises(PolicyInputError) as err:
+        load_policy(absent)
+    assert str(err.value) == f"cannot read {absent}: No such file or directory"
