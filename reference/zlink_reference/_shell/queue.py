@@ -952,6 +952,8 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
             result = await fut
         except asyncio.CancelledError as exc:
             cancel = exc
+        except GeneratorExit:
+            raise  # the abandoned work's coroutine is being closed: touch nothing
         except BaseException as exc:
             error = exc
         # Queue again, whatever happened: the work's code continues only on its turn.
