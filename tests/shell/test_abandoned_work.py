@@ -19,7 +19,7 @@ from zlink_reference import ZLinkSerialExecutionQueue, yield_framework_call
 def test_D_11_an_abandoned_suspended_work_is_closed_quietly() -> None:
     unraisable: list[Any] = []
     old_hook = sys.unraisablehook
-    sys.unraisablehook = lambda info: unraisable.append(info)
+    sys.unraisablehook = unraisable.append
     try:
         loop = asyncio.new_event_loop()
 
@@ -27,7 +27,7 @@ def test_D_11_an_abandoned_suspended_work_is_closed_quietly() -> None:
             q = ZLinkSerialExecutionQueue(name="q")
 
             async def work() -> None:
-                await yield_framework_call(loop.create_future())  # never answered
+                await yield_framework_call(asyncio.get_running_loop().create_future())
 
             q.enqueue(work)
             for _ in range(20):
