@@ -126,3 +126,19 @@ def test_SE_6_6_end_slice_and_take_next_need_a_drain_and_no_turn_held() -> None:
         with pytest.raises(ZLinkProtocolError, match="a turn is held"):
             step()
     assert core.current is a and core.app_count == 2 and core.has_ready()
+
+
+def test_SD_1_each_scope_mode_indexes_its_own_name() -> None:
+    """The mode constants index ``MODE_NAMES`` (what traces and reports print): a
+    constant moved off its row would name another mode or none."""
+    from zlink_model.queue import (
+        MODE_CANCELLED,
+        MODE_NAMES,
+        MODE_OPEN,
+        MODE_SAFELY,
+        MODE_TIMEOUT,
+    )
+
+    modes = (MODE_OPEN, MODE_SAFELY, MODE_TIMEOUT, MODE_CANCELLED)
+    assert modes == (0, 1, 2, 3)
+    assert [MODE_NAMES[m] for m in modes] == ["open", "safely", "timeout", "cancelled"]

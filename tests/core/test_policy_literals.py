@@ -164,3 +164,11 @@ def test_SE_6_1_an_unreadable_file_is_named_with_the_systems_reason(tmp_path: Pa
     with pytest.raises(PolicyInputError) as err:
         load_policy(absent)
     assert str(err.value) == f"cannot read {absent}: No such file or directory"
+
+
+def test_SE_6_1_a_policy_is_a_slotted_frozen_value() -> None:
+    """Many queues share one policy value; it has no per-instance dict (slots) and
+    refuses every assignment (frozen)."""
+    p = ZLinkExecutionLanePolicy()
+    assert not hasattr(p, "__dict__")
+    assert type(p).__slots__ == tuple(SEED_DEFAULTS)
