@@ -35,8 +35,10 @@ REPORTS = Path(tempfile.gettempdir()) / "zlink-mutation-reports"  # outside the 
 # Module -> the fast tests that pin it (core tests only: no event loop, no subprocess).
 MODULES: dict[str, list[str]] = {
     "policy": ["tests/core/test_policy.py", "tests/core/test_policy_literals.py"],
-    "rules": ["tests/core/test_core_rules.py", "tests/core/test_queue_arithmetic.py"],
+    "rules": ["tests/core/test_rules_pinned.py", "tests/core/test_core_rules.py",
+              "tests/core/test_queue_arithmetic.py"],
     "queue": ["tests/core/test_queue_arithmetic.py", "tests/core/test_core_survivors.py",
+              "tests/core/test_rules_pinned.py",
               "tests/core/test_core_rules.py",
               "tests/core/test_core_copy.py", "tests/core/test_state_tables.py"],
 }
