@@ -57,6 +57,11 @@ class ZLinkExecutionLanePolicy:
                 raise TypeError(f"{name} must be {kind}, got {value!r} (SE-6.1)")
             if math.isnan(value):
                 raise ValueError(f"{name} must be a number, got nan (SE-6.1)")
+            if math.isinf(value):
+                # Decision D-26: a budget that never expires would turn the SE-6.4
+                # slice cut off silently; only the budget can be a float at all.
+                raise ValueError(f"{name} must be finite (infinity is not allowed), "
+                                 f"got {value} (SE-6.1, SE-6.4)")
             if (strict and value <= low) or (not strict and value < low):
                 op = ">" if strict else ">="
                 raise ValueError(f"{name} must be {op} {low}, got {value} (SE-6.1)")

@@ -437,6 +437,7 @@ class QueueRuntime:
         "error_hook",
         "foreign_submit_timeout",
         "loop",
+        "maker_id",
         "now",
         "thread_id",
         "zombie_warn_after_ms",
@@ -454,7 +455,14 @@ class QueueRuntime:
         self.clock: ZLinkClock = clock if clock is not None else MonotonicClock()
         self.now = self.clock.now
         self.loop = loop if loop is not None else asyncio.get_running_loop()
-        self.thread_id = threading.get_ident()
+        # ``thread_id`` is the entry points' fast test (D-24): a caller on this thread
+        # is on the owner's loop. That holds only for an owner made on its running loop;
+        # one made elsewhere (``loop=`` a loop that runs on another thread, or not yet)
+        # gets -1, no thread's id, so every call takes the full test (``foreign``).
+        # ``maker_id`` is the thread that may set the owner up while its loop runs
+        # nowhere.
+        self.maker_id = threading.get_ident()
+        self.thread_id = self.maker_id if _get_running_loop() is self.loop else -1
         self.error_hook = error_hook
         self.foreign_submit_timeout = foreign_submit_timeout
         # Scope flags and state, shared by every queue of one owner (SD-4, D-16).
@@ -485,7 +493,7 @@ class QueueRuntime:
             return True
         if self.loop.is_running():
             return False  # it runs on another thread (or another loop runs here)
-        return threading.get_ident() == self.thread_id
+        return threading.get_ident() == self.maker_id
 
     def foreign(self) -> bool:
         """The opposite of ``on_loop_thread``. Entry points test
@@ -773,7 +781,11 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
         return self._core.closed
 
     def statistics(self) -> QueueStatistics:
-        """Counts and flags right now (read it on the loop thread)."""
+        """Counts and flags right now, as one view of one state. Called from another
+        thread, the view is taken on the owner's loop and returned (D-24): read field
+        by field off the loop, it could mix two states."""
+        if get_ident() != self._rt.thread_id and self._rt.foreign():
+            return self._rt.call_on_loop(self.statistics)
         return QueueStatistics(self._core)
 
     def __repr__(self) -> str:
@@ -940,6 +952,8 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
             result = await fut
         except asyncio.CancelledError as exc:
             cancel = exc
+        except GeneratorExit:
+            raise  # the abandoned work's coroutine is being closed: touch nothing
         except BaseException as exc:
             error = exc
         # Queue again, whatever happened: the work's code continues only on its turn.

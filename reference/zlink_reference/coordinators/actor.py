@@ -81,5 +81,5 @@ class ZLinkActorSerialExecutor(Coordinator):
             self._lane.run(self._close_queues)
 
     def statistics(self) -> QueueStatistics:
-        """The queue's statistics (read on the loop thread)."""
+        """The queue's statistics, one view (taken on the owner's loop, D-24)."""
         return self._queue.statistics()

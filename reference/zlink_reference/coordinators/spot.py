@@ -299,7 +299,10 @@ class ZLinkSpotSerialExecutor(Coordinator):
             yield q, rec
 
     def statistics(self) -> Mapping[str, QueueStatistics]:
-        """Per-queue statistics, keyed by queue name (read on the loop thread)."""
+        """Per-queue statistics, keyed by queue name, all taken in one step on the
+        owner's loop (from another thread too, D-24)."""
+        if get_ident() != self._rt.thread_id and self._rt.foreign():
+            return self._rt.call_on_loop(self.statistics)
         return {q.name: q.statistics() for q in self._made}
 
     def actor_ids(self) -> list[str]:
