@@ -19,9 +19,15 @@ to take (zlink_tool.tla.trace); a queue whose log has events outside that model
 Every finding names its rules: an invariant's rule IDs, or the rules of the event that
 could not be matched.
 
-Exit status: 0 the log follows the rules, 1 a finding (or TLC gave no verdict in time),
-2 bad input (unreadable log, not the trace format, bad policy file), 3 TLC asked for but
-Java or TLC is missing.
+An empty log (no events, or none of the queues asked for) is bad input, never a pass:
+nothing was checked. Every name and message taken from the log is printed with its
+control characters escaped (a newline in a queue name shows as \\n), so a log cannot
+forge a line of the verdict.
+
+Exit status: 0 the log follows the rules, 1 a finding (or TLC gave no verdict on a
+queue: timeout or crash, printed as "no verdict", never as a broken rule), 2 bad input
+(unreadable or empty log, not the trace format, bad policy file), 3 TLC asked for but
+Java or TLC is missing or does not start.
 """
 
 from __future__ import annotations
@@ -41,7 +47,7 @@ from zlink_model.replay import check_trace
 from zlink_model.trace import TraceEvent, read_trace
 
 from ..tla.runner import ToolMissingError
-from ..tla.trace import TLC_EVENTS, TraceFormatError, check_with_tlc
+from ..tla.trace import TLC_EVENTS, TraceFormatError, TraceRangeError, check_with_tlc
 from ._common import layout
 
 __all__ = ["configure", "run"]
@@ -92,8 +98,22 @@ def _policies(specs: list[str]) -> list[tuple[str, ZLinkExecutionLanePolicy]]:
     return out
 
 
+def escaped(text: str) -> str:
+    """``text`` as one line: every character that is not printable (newlines, carriage
+    returns, other control and separator characters) written as its JSON escape. A log's
+    names pass through here before they are printed, so none can start a line of its own."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else json.dumps(c)[1:-1] for c in text)
+
+
+def _say(text: str) -> None:
+    """Print one line of the text verdict, escaped (``escaped``)."""
+    print(escaped(text))
+
+
 def _fail(message: str) -> int:
-    print(f"zlink trace: {message}", file=sys.stderr)
+    print(f"zlink trace: {escaped(message)}", file=sys.stderr)
     return 2
 
 
@@ -107,6 +127,8 @@ def _tlc_queue(name: str, events: list[TraceEvent], policy: ZLinkExecutionLanePo
                           "SerialQueue.tla; the Python model checked this queue"}
     try:
         verdict = check_with_tlc([e.to_json() for e in events], policy, models, timeout)
+    except TraceRangeError as exc:  # TLC cannot read the numbers: no verdict either way
+        return {"queue": name, "status": "not checked", "reason": str(exc)}
     except TraceFormatError as exc:
         return {"queue": name, "status": "fail", "reason": str(exc), "rules": "",
                 "event": None}
@@ -118,7 +140,7 @@ def _tlc_queue(name: str, events: list[TraceEvent], policy: ZLinkExecutionLanePo
     except RuntimeError as exc:  # TLC ran but said nothing a verdict can be read from
         return {"queue": name, "status": "error", "reason": str(exc)}
     record: dict[str, Any] = {"queue": name, "seconds": round(verdict.seconds, 2),
-                              "matched_events": verdict.steps}
+                              "matched_events": verdict.steps, "notes": list(verdict.notes)}
     if verdict.matched:
         record["status"] = "ok"
         return record
@@ -157,6 +179,9 @@ def run(args: argparse.Namespace) -> int:
         return _fail(f"cannot read {args.log}: {exc.strerror or exc}")
     except ValueError as exc:
         return _fail(f"{args.log}: {exc}")
+    if not events:
+        return _fail(f"{args.log} holds no events: nothing to check (an empty log is not "
+                     "a pass)")
     explicit = bool(args.policy)
     try:
         policies = _policies(args.policy or [])
@@ -195,14 +220,14 @@ def run(args: argparse.Namespace) -> int:
             by_queue[e.queue].append(e)
         for i, q in enumerate(queues, 1):
             if not args.json:
-                print(f"[tlc {i}/{len(queues)}] {q}: {len(by_queue[q])} events ...",
+                print(escaped(f"[tlc {i}/{len(queues)}] {q}: {len(by_queue[q])} events ..."),
                       flush=True)
             try:
                 tlc.append(_tlc_queue(q, by_queue[q],
                                       policy_of(q) or ZLinkExecutionLanePolicy(), models,
                                       args.timeout))
             except ToolMissingError as exc:
-                print(f"zlink trace: {exc}", file=sys.stderr)
+                print(f"zlink trace: {exc}", file=sys.stderr)  # our text, several lines
                 return exc.exit_code
     ok = report.ok and all(r["status"] not in ("fail", "error") for r in tlc)
     if args.json:
@@ -218,25 +243,39 @@ def run(args: argparse.Namespace) -> int:
                               for d in report.disagreements],
             "tlc": tlc}, indent=2))
         return 0 if ok else 1
-    print(f"{args.log}: {report.events} events, {len(queues)} queue(s)")
+    _say(f"{args.log}: {report.events} events, {len(queues)} queue(s)")
     if report.ok:
         held = sum(1 for i in INVARIANTS.values() if {"core", "trace"} & set(i.over))
         print(f"python model: every event replayed, {held} queue invariants held")
     for v in report.violations:
-        print(f"FAIL {v}")
+        _say(f"FAIL {v}")
     for d in report.disagreements:
-        print(f"FAIL model agreement: {d}")
+        _say(f"FAIL model agreement: {d}")
     for r in tlc:
+        for note in r.get("notes", []):
+            _say(f"tlc: {r['queue']}: note: {note}")
         if r["status"] == "ok":
-            print(f"tlc: {r['queue']}: matched all {r['matched_events']} events "
-                  f"({r['seconds']} s)")
+            _say(f"tlc: {r['queue']}: matched all {r['matched_events']} events "
+                 f"({r['seconds']} s)")
         elif r["status"] == "not checked":
-            print(f"tlc: {r['queue']}: not checked: {r['reason']}")
+            _say(f"tlc: {r['queue']}: not checked: {r['reason']}")
         elif r["status"] == "error":
-            print(f"ERROR tlc: {r['queue']}: {r['reason']}")
+            first, *rest = str(r["reason"]).splitlines() or [""]
+            _say(f"ERROR tlc: {r['queue']}: {first}")
+            for line in rest:
+                _say(f"  | {line}")
         else:
             rules = f" ({r['rules']})" if r.get("rules") else ""
-            print(f"FAIL tlc: {r['queue']}{rules}: {r['reason']}")
-    print("verdict: the log follows the rules" if ok else "verdict: the log breaks a rule")
+            _say(f"FAIL tlc: {r['queue']}{rules}: {r['reason']}")
+    if tlc and not any(r["status"] in ("ok", "fail") for r in tlc):
+        print("tlc: no queue of this log was checked by TLC")
+    findings = not report.ok or any(r["status"] == "fail" for r in tlc)
+    if ok:
+        print("verdict: the log follows the rules")
+    elif findings:
+        print("verdict: the log breaks a rule")
+    else:
+        print("verdict: no verdict: TLC could not judge every queue (the Python model "
+              "found nothing)")
     return 0 if ok else 1
 
