@@ -18,7 +18,7 @@ numbers are parsed as integers, and anything else is refused before TLC runs.
 
 TLC 2.15 reads integers as 32-bit: a literal of 2^31 or more stops it before it checks
 anything (``NumberFormatException``). Byte values are only ever compared and added, so
-they are rescaled exactly before TLC (``_scaled``): a limit the log can never reach is
+they are rescaled exactly before TLC (``scaled_limits``): a limit the log can never reach is
 lowered to what the log could reserve at most, and every byte value is divided by their
 greatest common divisor; a runtime whose policy allows 2 GiB is checked that way. What
 cannot be brought under 2^31 exactly (a position, or bytes no exact rescaling makes small
@@ -47,9 +47,9 @@ from zlink_model.vocabulary import tla_actions
 
 from .runner import JAR_ENV, ToolMissingError, find_jar, find_java
 
-__all__ = ["TLC_EVENTS", "TLC_INT_LIMIT", "TRACE_FILES", "TlcTraceVerdict", "TraceFormatError",
-           "TraceModel", "TraceRangeError", "build_trace_model", "check_with_tlc",
-           "write_trace_files"]
+__all__ = ["TLC_EVENTS", "TLC_INT_LIMIT", "TRACE_FILES", "Limits", "TlcTraceVerdict",
+           "TraceFormatError", "TraceModel", "TraceRangeError", "build_trace_model",
+           "check_with_tlc", "run_trace_tlc", "scaled_limits", "write_trace_files"]
 
 # The events SerialQueue.tla has actions for: event -> (action, the rules a refused event
 # is reported under), from the one table of names.
@@ -190,7 +190,7 @@ def build_trace_model(events: Sequence[dict[str, Any]],
         level += 2 if ev.get("event") in ("end_slice", "requeue") else 1
         levels.append(level)
     takes = sum(1 for ev in events if ev.get("event") == "take_next")
-    limits, notes = _scaled(works, policy, takes)
+    limits, notes = scaled_limits(works, policy, takes)
     module = _MODULE.format(
         log=",\n    ".join(steps),
         lanes=", ".join(f'"{k}"' for k, _, _ in works),
@@ -204,7 +204,7 @@ def build_trace_model(events: Sequence[dict[str, Any]],
 
 
 @dataclasses.dataclass(frozen=True)
-class _Limits:
+class Limits:
     """The numbers the data module holds: the policy's limits and each model work's
     payload, as TLC gets them."""
 
@@ -217,8 +217,8 @@ class _Limits:
     payloads: tuple[int, ...]
 
 
-def _scaled(works: Sequence[tuple[str, int, int]], policy: ZLinkExecutionLanePolicy,
-            takes: int) -> tuple[_Limits, tuple[str, ...]]:
+def scaled_limits(works: Sequence[tuple[str, int, int]], policy: ZLinkExecutionLanePolicy,
+            takes: int) -> tuple[Limits, tuple[str, ...]]:
     """The policy and payloads with every value under ``TLC_INT_LIMIT``, and notes saying
     what changed. Exact, never an approximation: the model only adds byte values and
     compares them with the limits, so
@@ -282,7 +282,7 @@ def _scaled(works: Sequence[tuple[str, int, int]], policy: ZLinkExecutionLanePol
             f"and the payloads of this log (largest {max(payloads, default=0)}) reach {top}")
     if max(app_count, life_count, burst) >= TLC_INT_LIMIT:  # lowered above; cannot happen
         raise TraceRangeError("a count limit is beyond TLC 2.15's integers")
-    return _Limits(app_count, app_bytes, life_count, life_bytes, fixed, burst,
+    return Limits(app_count, app_bytes, life_count, life_bytes, fixed, burst,
                    tuple(payloads)), tuple(notes)
 
 
@@ -339,18 +339,27 @@ _DEPTH = re.compile(r"depth of the complete state graph search is (\d+)")
 _VIOLATED = re.compile(r"Invariant (\w+) is violated")
 
 
-def check_with_tlc(events: Sequence[dict[str, Any]], policy: ZLinkExecutionLanePolicy,
-                   models_dir: Path, timeout: float = 600.0) -> TlcTraceVerdict:
-    """Run TLC on the trace specification with the data of ``events``; ``models_dir``
-    holds the checked-in modules (``TRACE_FILES``)."""
+def run_trace_tlc(module: str, module_file: str, files: Sequence[str], models_dir: Path,
+                  timeout: float) -> tuple[str, float]:
+    """Run TLC on a trace specification: ``files`` (the checked-in modules, the ``.cfg``
+    among them, the specification being the ``.tla`` named like it) copied from
+    ``models_dir`` into a scratch directory beside the generated ``module`` (written as
+    ``module_file``). Returns TLC's output and the seconds it took. Raises
+    ``ToolMissingError`` when Java or the jar is missing or TLC does not start (the
+    machine's problem, never a verdict), ``subprocess.TimeoutExpired`` past ``timeout``."""
     jar, java = find_jar(), find_java()  # a missing extra first, then Java
+    missing = [name for name in files if not (models_dir / name).is_file()]
+    if missing:
+        raise RuntimeError(f"no {', '.join(missing)} in {models_dir}")
+    cfg = next(name for name in files if name.endswith(".cfg"))
     with tempfile.TemporaryDirectory(prefix="zlink-trace-") as tmp:
         scratch = Path(tmp)
-        model = write_trace_files(events, policy, models_dir, scratch)
+        for name in files:
+            shutil.copy(models_dir / name, scratch / name)
+        (scratch / module_file).write_text(module, encoding="utf-8")
         cmd = [java, "-XX:+UseParallelGC", f"-Djava.io.tmpdir={scratch}", "-cp", str(jar),
                "tlc2.TLC", "-workers", "1", "-deadlock", "-cleanup", "-metadir",
-               str(scratch / "meta"), "-config", "TraceSerialQueue.cfg",
-               "TraceSerialQueue.tla"]
+               str(scratch / "meta"), "-config", cfg, cfg.removesuffix(".cfg") + ".tla"]
         t0 = time.monotonic()
         proc = subprocess.run(cmd, cwd=scratch, capture_output=True, text=True,
                               timeout=timeout, check=False)
@@ -364,14 +373,27 @@ def check_with_tlc(events: Sequence[dict[str, Any]], policy: ZLinkExecutionLaneP
             "tla2tools.jar",
             f"TLC did not start ({java} -cp {jar} tlc2.TLC exited {proc.returncode}): "
             f"{tail}\nCheck the Java installation, or point {JAR_ENV} at a tla2tools.jar.")
+    if "TRACE_MATCHED" not in output and _VIOLATED.search(output) is None \
+            and _DEPTH.search(output) is None:
+        raise RuntimeError(f"TLC failed on the trace module (exit {proc.returncode}):\n"
+                           + "\n".join(output.splitlines()[-30:]))
+    return output, seconds
+
+
+def check_with_tlc(events: Sequence[dict[str, Any]], policy: ZLinkExecutionLanePolicy,
+                   models_dir: Path, timeout: float = 600.0) -> TlcTraceVerdict:
+    """Run TLC on the trace specification with the data of ``events``; ``models_dir``
+    holds the checked-in modules (``TRACE_FILES``)."""
+    find_jar()  # a missing tool is said first, before the log is read
+    find_java()
+    model = build_trace_model(events, policy)
+    output, seconds = run_trace_tlc(model.module, "TraceLog.tla", TRACE_FILES, models_dir,
+                                    timeout)
     if "TRACE_MATCHED" in output:
         return TlcTraceVerdict(True, len(events), None, None, seconds, output, model.notes)
     violated = _VIOLATED.search(output)
     depth_match = _DEPTH.search(output)
     depth = int(depth_match.group(1)) if depth_match else None
-    if violated is None and depth is None:
-        raise RuntimeError(f"TLC failed on the trace module (exit {proc.returncode}):\n"
-                           + "\n".join(output.splitlines()[-30:]))
     steps = 0
     if depth is not None:
         steps = sum(1 for level in model.levels if level <= depth)
