@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from zlink_tool.cli.main import main
-from zlink_tool.tla.transcript import queue_transcripts, read_transcript
+from zlink_tool.tla.transcript import build_wire_model, queue_transcripts, read_transcript
 
 ROOT = Path(__file__).resolve().parents[2]
 NODE_EXAMPLE = ROOT / "conformance" / "examples" / "node"
@@ -126,3 +126,14 @@ def test_D_5_run_tlc_judges_every_failing_case_of_a_planted_bug(
     assert failing == 2 and len(judged) == failing, out
     assert all("TLC refuses it too" in line and "(SE-6.6, SE-6.1)" in line
                for line in judged), out
+
+
+def test_the_example_wire_log_is_what_the_generator_writes(transcripts: Path) -> None:
+    """models/WireLog.tla (the data the manifest run TraceWireSerialQueue checks) is the
+    generator's output for queue A of the Node example's transcript of the yield case:
+    regenerate it with ``build_wire_model`` when the generator or the example changes."""
+    entries = read_transcript(
+        (transcripts / f"{YIELD_CASE}.jsonl").read_text(encoding="utf-8").splitlines())
+    (queue,) = queue_transcripts(entries)
+    checked_in = (ROOT / "models" / "WireLog.tla").read_text(encoding="utf-8")
+    assert build_wire_model(queue).module == checked_in

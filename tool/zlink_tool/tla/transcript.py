@@ -300,6 +300,7 @@ _WIRE_MODULE = """\
 (* checks. Works are 1..N in the order they were accepted or rejected.       *)
 EXTENDS Integers
 
+\\* The queue's lane policy (ZLinkExecutionLanePolicy), from the create command.
 LogAppCountCap == {app_count}
 LogAppByteCap == {app_bytes}
 LogLifeCountCap == {life_count}
@@ -307,6 +308,7 @@ LogLifeByteCap == {life_bytes}
 LogFixedCost == {fixed}
 LogBurstLimit == {burst}
 
+\\* Work w's lane ("app", "life" or "barrier"), payload bytes and most yields.
 LogLanes == <<{lanes}>>
 LogPayloads == <<{payloads}>>
 LogYields == <<{yields}>>
@@ -314,6 +316,10 @@ LogYields == <<{yields}>>
 \\* Events of this queue seen before the close command was sent (-1: never sent).
 LogCloseAfter == {close_after}
 
+\\* The events in order: op is the core event the wire event reports; w the work
+\\* (0: one this queue never admitted); flag whether a rejection was for a closed
+\\* queue; ret, for yield_turn, how many events of this queue came before the runner
+\\* settled the call the work waits on (0: no command did).
 Log == <<
     {log}
 >>
