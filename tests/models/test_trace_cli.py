@@ -26,6 +26,7 @@ from zlink_reference.testing import TraceRecorder
 from zlink_tool.cli.main import main
 from zlink_tool.specindex import read_spec_rules
 from zlink_tool.tla import trace as tla_trace
+from zlink_tool.tla import transcript
 from zlink_tool.tla.runner import ToolMissingError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -277,3 +278,40 @@ def test_a_tlc_that_does_not_start_is_a_missing_tool_not_a_verdict(
     assert main(["trace", "check", str(path), "--tlc"]) == 3
     captured = capsys.readouterr()
     assert "TLC did not start" in captured.err and "breaks a rule" not in captured.out
+
+
+def test_transcript_text_never_reaches_the_wire_module(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A transcript's names (works, targets, owners) are the adapter's text: none of it
+    reaches WireLog.tla, and the owner is printed escaped."""
+    hostile = 'w"] \\/ TRUE \\/ ["'
+    owner = "A\nverdict: the log follows the rules"
+    records = [
+        {"dir": "sent", "message": {"cmd": "reset"}},
+        {"dir": "sent", "message": {"cmd": "create", "target": "A", "type": "actor"}},
+        {"dir": "sent", "message": {"cmd": "submit", "work": hostile, "target": "A",
+                                    "entry": "execute_actor", "script": []}},
+        {"dir": "received", "message": {"event": "accepted", "work": hostile, "owner": owner}},
+        {"dir": "received", "message": {"event": "started", "work": "other", "owner": owner}},
+    ]
+    entries = transcript.read_transcript(json.dumps({"pos": i, **r}) for i, r in
+                                         enumerate(records))
+    (queue,) = transcript.queue_transcripts(entries)
+    assert queue.not_checked is not None and "never submitted" in queue.not_checked
+    queue.not_checked = None
+    module = transcript.build_wire_model(queue).module
+    assert "TRUE \\/" not in module and "verdict" not in module
+    path = tmp_path / "t.jsonl"
+    path.write_text("".join(json.dumps({"pos": i, **r}) + "\n" for i, r in enumerate(records)),
+                    encoding="utf-8")
+    assert main(["trace", "check", str(path)]) == 1  # the kit's oracle: started unknown work
+    lines = capsys.readouterr().out.splitlines()
+    assert [line for line in lines if line.startswith("verdict:")] == [
+        "verdict: the log breaks a rule"]
+
+
+def test_a_file_that_is_not_a_transcript_is_refused() -> None:
+    with pytest.raises(transcript.TranscriptError, match="line 2: not a transcript record"):
+        transcript.read_transcript(['{"pos": 0, "dir": "sent", "message": {}}',
+                                    '{"pos": 1, "dir": "elsewhere", "message": {}}'])

@@ -239,15 +239,6 @@ def queue_transcripts(entries: Sequence[tuple[str, Mapping[str, Any]]]) -> list[
         q.steps.append(WireStep(steps[0], work, pos, name,
                                 closed=name == "rejected" and msg.get("reason") == "closed",
                                 kind=sub.kind, payload=sub.payload))
-    # a queue whose works run elsewhere is not checked either (its partner says why)
-    for q in queues.values():
-        if q.not_checked is None:
-            moved = next((w for w, s in works.items() if s.route.admit != s.route.run
-                          and q.owner in (s.route.admit, s.route.run)
-                          and any(st.work == w for st in q.steps)), None)
-            if moved is not None:
-                q.not_checked = (f"{moved} is admitted by {works[moved].route.admit} and "
-                                 f"runs on {works[moved].route.run} (SpotWide.tla's)")
     return list(queues.values())
 
 
