@@ -7,6 +7,9 @@
   zlink trace check LOG.jsonl --tlc                ... and each queue's log through TLC
   zlink trace check LOG.jsonl --queue NAME         only this queue (repeatable)
   zlink trace check LOG.jsonl --json               the verdict as JSON
+  zlink trace check CASE.jsonl --tlc               a conformance transcript (zlink
+                                                   conformance run --transcripts DIR):
+                                                   the kit's oracle and TLC judge it
 
 The log is JSON Lines in the trace format (specs/trace-format.md), as a runtime's
 recorder writes it. The Python check replays each queue's events through the pure core
