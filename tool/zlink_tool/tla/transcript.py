@@ -288,7 +288,9 @@ _WIRE_MODULE = """\
 -------------------------------- MODULE WireLog --------------------------------
 (* Written from a conformance transcript by zlink_tool.tla.transcript: one   *)
 (* queue's observed events and its lane policy, which TraceWireSerialQueue   *)
-(* checks. Works are 1..N in the order they were accepted or rejected.       *)
+(* checks. What is abstracted away: work names (works are 1..N in the order  *)
+(* they were accepted or rejected), every field the spec has no use for, and *)
+(* the steps the wire does not show (TraceWireSerialQueue leaves them open). *)
 EXTENDS Integers
 
 \\* The queue's lane policy (ZLinkExecutionLanePolicy), from the create command.
