@@ -45,7 +45,7 @@ def _check(path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, dict[st
 
 
 @pytest.mark.parametrize("case", [YIELD_CASE, CLOSE_CASE])
-def test_SE_6_tlc_matches_the_node_runtime_transcripts(
+def test_SE_6_7_tlc_matches_the_node_runtime_transcripts(
     case: str, transcripts: Path, capsys: pytest.CaptureFixture[str],
 ) -> None:
     code, verdict = _check(transcripts / f"{case}.jsonl", capsys)
