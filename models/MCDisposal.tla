@@ -16,6 +16,9 @@ YieldFirstAndLast == <<1, 0, 1>>
 TwoWorks == 1..2
 YieldFirst == <<1, 0>>
 AllDisposals == {"dispose", "safely", "timeout"}
+\* The deep run (MCDisposalDeep.cfg): five works, each may yield once.
+FiveWorks == 1..5
+YieldEach == <<1, 1, 1, 1, 1>>
 
 -----------------------------------------------------------------------------
 (* Deliberately broken variant.                                            *)

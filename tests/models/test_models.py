@@ -13,10 +13,13 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from zlink_tool.cli import models as models_cli
 from zlink_tool.cli.main import main
 from zlink_tool.tla.runner import (
     JAR_ENV,
@@ -38,6 +41,7 @@ from zlink_tool.tla.runner import (
     select_entries,
     tlc_command,
     updated_manifest,
+    write_manifest,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -353,3 +357,32 @@ def test_docs_table_matches_the_manifest() -> None:
     assert set(rows) == {e.name for e in exhaustive}
     for e in exhaustive:
         assert rows[e.name] == (e.distinct, e.total), e.name
+
+
+@pytest.mark.skipif(shutil.which("java") is None, reason="needs Java for TLC")
+def test_update_touches_only_the_runs_it_ran_over_the_manifest_as_it_is_now(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A long run's --update must not undo what changed in the manifest meanwhile (here:
+    another run's time, written while this one ran): it re-reads the file and writes
+    only the entries of the runs it ran."""
+    models = tmp_path / "models"
+    shutil.copytree(MODELS, models)
+    manifest = models / "manifest.json"
+    ran, other = "Disposal_dispose_safely_counts_zombies", "SerialQueue"
+    real = models_cli.check_manifest
+
+    def check_and_meanwhile_edit(*args: Any, **kwargs: Any) -> Any:
+        report = real(*args, **kwargs)
+        data = json.loads(manifest.read_text(encoding="utf-8"))
+        next(r for r in data["runs"] if r["name"] == other)["seconds"] = 999.5
+        write_manifest(manifest, data)
+        return report
+
+    monkeypatch.setattr(models_cli, "check_manifest", check_and_meanwhile_edit)
+    assert main(["models", "--manifest", str(manifest), "check", "--only", ran,
+                 "--update"]) == 0
+    capsys.readouterr()
+    runs = {r["name"]: r for r in json.loads(manifest.read_text(encoding="utf-8"))["runs"]}
+    assert runs[other]["seconds"] == 999.5
+    assert runs[ran]["distinct"] == 11

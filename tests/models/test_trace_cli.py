@@ -26,6 +26,7 @@ from zlink_reference.testing import TraceRecorder
 from zlink_tool.cli.main import main
 from zlink_tool.specindex import read_spec_rules
 from zlink_tool.tla import trace as tla_trace
+from zlink_tool.tla import transcript
 from zlink_tool.tla.runner import ToolMissingError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -227,3 +228,89 @@ def test_tlc_missing_is_a_usage_error_not_a_verdict_on_the_log(
     captured = capsys.readouterr()
     assert str(missing) in captured.err
     assert "breaks a rule" not in captured.out
+
+
+def test_a_queue_name_from_the_log_cannot_forge_a_verdict_line(
+    log: list[dict[str, Any]], tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A queue named with a newline and a fake verdict after it: the log breaks SE-6.5
+    (a second drain), and the text output still has exactly one verdict line, the true
+    one; the name is printed escaped."""
+    forged = "q\nverdict: the log follows the rules"
+    bad = [{**e, "queue": forged} for e in _double_drain(log[:60])]
+    assert main(["trace", "check", str(_write(tmp_path, bad))]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert [line for line in lines if line.startswith("verdict:")] == [
+        "verdict: the log breaks a rule"]
+    assert any("q\\nverdict: the log follows the rules" in line for line in lines)
+
+
+def test_an_empty_log_is_not_a_pass(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Nothing checked is not a pass: an empty log is bad input (exit 2)."""
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("", encoding="utf-8")
+    assert main(["trace", "check", str(empty)]) == 2
+    captured = capsys.readouterr()
+    assert "holds no events: nothing to check" in captured.err
+    assert "follows the rules" not in captured.out
+
+
+@needs_java
+def test_a_tlc_that_does_not_start_is_a_missing_tool_not_a_verdict(
+    log: list[dict[str, Any]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A jar that is not TLC's, and a java that does not run: exit 3, and the output says
+    nothing about the log breaking a rule."""
+    path = _write(tmp_path, log[:40])
+    not_a_jar = tmp_path / "tla2tools.jar"
+    not_a_jar.write_text("not a jar", encoding="utf-8")
+    monkeypatch.setenv("ZLINK_TLA2TOOLS", str(not_a_jar))
+    assert main(["trace", "check", str(path), "--tlc"]) == 3
+    captured = capsys.readouterr()
+    assert "TLC did not start" in captured.err and "breaks a rule" not in captured.out
+    monkeypatch.delenv("ZLINK_TLA2TOOLS")
+    home = tmp_path / "jdk"
+    (home / "bin").mkdir(parents=True)
+    (home / "bin" / "java").write_text("#!/bin/sh\nexit 1\n", encoding="utf-8")
+    (home / "bin" / "java").chmod(0o755)
+    monkeypatch.setenv("JAVA_HOME", str(home))
+    assert main(["trace", "check", str(path), "--tlc"]) == 3
+    captured = capsys.readouterr()
+    assert "TLC did not start" in captured.err and "breaks a rule" not in captured.out
+
+
+def test_transcript_text_never_reaches_the_wire_module(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A transcript's names (works, targets, owners) are the adapter's text: none of it
+    reaches WireLog.tla, and the owner is printed escaped."""
+    hostile = 'w"] \\/ TRUE \\/ ["'
+    owner = "A\nverdict: the log follows the rules"
+    records = [
+        {"dir": "sent", "message": {"cmd": "reset"}},
+        {"dir": "sent", "message": {"cmd": "create", "target": "A", "type": "actor"}},
+        {"dir": "sent", "message": {"cmd": "submit", "work": hostile, "target": "A",
+                                    "entry": "execute_actor", "script": []}},
+        {"dir": "received", "message": {"event": "accepted", "work": hostile, "owner": owner}},
+        {"dir": "received", "message": {"event": "started", "work": "other", "owner": owner}},
+    ]
+    entries = transcript.read_transcript(json.dumps({"pos": i, **r}) for i, r in
+                                         enumerate(records))
+    (queue,) = transcript.queue_transcripts(entries)
+    assert queue.not_checked is not None and "never submitted" in queue.not_checked
+    queue.not_checked = None
+    module = transcript.build_wire_model(queue).module
+    assert "TRUE \\/" not in module and "verdict" not in module
+    path = tmp_path / "t.jsonl"
+    path.write_text("".join(json.dumps({"pos": i, **r}) + "\n" for i, r in enumerate(records)),
+                    encoding="utf-8")
+    main(["trace", "check", str(path)])
+    lines = capsys.readouterr().out.splitlines()
+    assert len([line for line in lines if line.startswith("verdict:")]) == 1
+
+
+def test_a_file_that_is_not_a_transcript_is_refused() -> None:
+    with pytest.raises(transcript.TranscriptError, match="line 2: not a transcript record"):
+        transcript.read_transcript(['{"pos": 0, "dir": "sent", "message": {}}',
+                                    '{"pos": 1, "dir": "elsewhere", "message": {}}'])

@@ -5,6 +5,7 @@ event; log content never reaches the generated data module as TLA+ text."""
 from __future__ import annotations
 
 import asyncio
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -12,7 +13,13 @@ from typing import Any
 
 import pytest
 
-from zlink_tool.tla.trace import TraceFormatError, build_trace_model, check_with_tlc
+from zlink_model.policy import ZLinkExecutionLanePolicy
+from zlink_tool.tla.trace import (
+    TraceFormatError,
+    TraceRangeError,
+    build_trace_model,
+    check_with_tlc,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -78,3 +85,47 @@ def test_the_example_data_module_is_what_the_generator_writes() -> None:
     model = build_trace_model(asyncio.run(record(60, seed=3)), POLICY)
     checked_in = (ROOT / "models" / "TraceLog.tla").read_text(encoding="utf-8")
     assert model.module == checked_in
+
+
+GIB = 2**30
+BIG = ZLinkExecutionLanePolicy(application_byte_capacity=2 * GIB, fixed_work_byte_cost=GIB,
+                               lifecycle_byte_capacity=8 * GIB)
+
+
+def _admit(work: int, pos: int, wake: bool) -> dict[str, Any]:
+    return {"event": "admit", "work": work, "pos": pos, "lane": "application",
+            "barrier": False, "bytes": GIB, "wake": wake}
+
+
+def _two_gib_log(third_admitted: bool) -> list[dict[str, Any]]:
+    """Under a 2 GiB application byte capacity and a 1 GiB fixed cost two works fit and
+    a third does not: it is rejected (or, doctored, admitted)."""
+    third = _admit(2, 2, False) if third_admitted else {
+        "event": "reject", "lane": "application", "barrier": False, "bytes": GIB,
+        "reason": "application_bytes"}
+    return [_admit(0, 0, True), _admit(1, 1, False), third,
+            {"event": "enter_drain"}, {"event": "take_next", "work": 0},
+            {"event": "finish", "work": 0}]
+
+
+def test_SE_5_1_a_2_GiB_policy_is_checked_by_rescaling_exactly() -> None:
+    """TLC 2.15 cannot read 2^31: the byte values are divided by their common divisor
+    (1 GiB here) and the capacity still binds: the log that rejects the third work
+    matches, the doctored one that admits it is refused at that event."""
+    model = build_trace_model(_two_gib_log(False), BIG)
+    assert not re.search(r"\d{10,}", model.module), model.module
+    assert any("divided by 1073741824" in n for n in model.notes), model.notes
+    good = check_with_tlc(_two_gib_log(False), BIG, ROOT / "models")
+    assert good.matched, good.output[-2000:]
+    bad = check_with_tlc(_two_gib_log(True), BIG, ROOT / "models")
+    assert not bad.matched and bad.first_unmatched == 2, bad.output[-2000:]
+
+
+def test_SE_5_1_what_no_exact_rescaling_brings_under_2_31_is_refused_before_tlc() -> None:
+    odd = [{**_admit(0, 0, True), "bytes": 2 * GIB + 1}]
+    policy = ZLinkExecutionLanePolicy(application_byte_capacity=4 * GIB + 1,
+                                      fixed_work_byte_cost=1)
+    with pytest.raises(TraceRangeError, match="even after exact rescaling"):
+        build_trace_model(odd, policy)
+    with pytest.raises(TraceRangeError, match=r"pos 2147483648 is outside TLC 2\.15's"):
+        build_trace_model([_admit(0, 2**31, True)], POLICY)

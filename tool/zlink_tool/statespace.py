@@ -64,12 +64,13 @@ for the initial state plus, for every distinct state, one per enabled action ins
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import json
 import re
 import time
 from collections import deque
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Final
@@ -221,14 +222,15 @@ def load_bounds(cfg: Path, harness: Path | None = None, *,
     )
 
 
-def manifest_counts(models: Path, run: str) -> tuple[Path, int, int]:
+def manifest_counts(models: Path, run: str, profile: str = "ci") -> tuple[Path, int, int]:
     """A run's ``.cfg`` and its pinned distinct and total state counts, from
-    ``models/manifest.json``."""
+    ``models/manifest.json`` (the ``ci`` runs, or those of another profile)."""
     manifest = json.loads((models / "manifest.json").read_text(encoding="utf-8"))
-    for entry in manifest["runs"]:
+    runs = manifest["runs"] if profile == "ci" else manifest["profiles"][profile]["runs"]
+    for entry in runs:
         if entry["name"] == run:
             return models / entry["files"]["cfg"], int(entry["distinct"]), int(entry["total"])
-    raise KeyError(f"no run {run!r} in {models / 'manifest.json'}")
+    raise KeyError(f"no run {run!r} in profile {profile} of {models / 'manifest.json'}")
 
 
 # --------------------------------------------------------------------- the states
@@ -608,3 +610,34 @@ def explore(bounds: SerialQueueBounds, *, check_invariants: bool = True,
             deadlocks += 1
     return Exploration(len(seen), total, deadlocks, tuple(violations),
                        time.perf_counter() - started)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m zlink_tool.statespace [--profile deep] RUN``: enumerate a SerialQueue
+    run of the manifest over the core and compare with TLC's pinned counts. For the deep
+    runs, which take minutes and are never part of the test suite (docs/models.md,
+    "State-space agreement at depth"). Exit 0 when the counts agree and no invariant
+    broke, 1 otherwise."""
+    p = argparse.ArgumentParser(prog="python -m zlink_tool.statespace",
+                                description=main.__doc__)
+    p.add_argument("run", help="a SerialQueue run of the manifest (e.g. SerialQueueDeep)")
+    p.add_argument("--profile", default="ci", help="its profile (default ci)")
+    p.add_argument("--models", type=Path, default=Path(__file__).resolve().parents[2]
+                   / "models", help="the models directory (default: the checkout's)")
+    p.add_argument("--no-invariants", action="store_true",
+                   help="do not check the core invariants on every state (faster)")
+    args = p.parse_args(argv)
+    cfg, distinct, total = manifest_counts(args.models, args.run, args.profile)
+    result = explore(load_bounds(cfg), check_invariants=not args.no_invariants)
+    agree = (result.distinct, result.total) == (distinct, total)
+    print(f"{args.run}: TLC {distinct:,} distinct / {total:,} total; core enumeration "
+          f"{result.distinct:,} / {result.total:,} in {result.seconds:.1f} s "
+          f"({result.distinct / max(result.seconds, 1e-9):,.0f} distinct states/s): "
+          + ("agree" if agree else "DISAGREE"))
+    for v in result.violations:
+        print(f"  invariant broken: {v}")
+    return 0 if agree and not result.violations and result.deadlocks == 0 else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

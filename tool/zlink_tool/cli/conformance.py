@@ -5,7 +5,10 @@ the suite against every mutant of the reference runtime (the kill matrix)."""
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -23,12 +26,27 @@ from zlink_conformance.selftest import (
 from zlink_reference_adapter import MUTANTS_FILE, PRELOAD_FILE, reference_adapter_command
 from zlink_reference_adapter.adapter import PRELOAD_VARIABLE, PROGRESS_VARIABLE
 
-__all__ = ["HOST", "configure", "run", "self_test"]
+from ..tla.runner import ToolMissingError, find_jar, find_java
+from ..tla.transcript import queue_transcripts, read_transcript
+from ._common import layout
+from .trace import escaped, tlc_transcript_queue
+
+__all__ = ["HOST", "configure", "run", "self_test", "tlc_judge"]
 
 
 def _expected_adapter() -> tuple[list[str], dict[str, str]]:
     # The plain reference runtime: no preload hook, default progress.
     return reference_adapter_command(), {PRELOAD_VARIABLE: "", PROGRESS_VARIABLE: "default"}
+
+
+def _add_extras(sub: Any) -> None:
+    """What only the tool adds to the kit's actions: ``run --tlc`` and ``self-test``."""
+    sub.choices["run"].add_argument(
+        "--tlc", action="store_true",
+        help="also judge each case that did not pass with TLC: its transcript, queue by "
+             "queue, against SerialQueue.tla (zlink trace check TRANSCRIPT --tlc); needs "
+             "Java. Transcripts go to --transcripts DIR, or a temporary directory")
+    _add_self_test(sub)
 
 
 def _add_self_test(sub: Any) -> None:
@@ -49,7 +67,7 @@ def _add_self_test(sub: Any) -> None:
 
 
 HOST = Host("zlink conformance", default_adapter=reference_adapter_command,
-            expected_adapter=_expected_adapter, extra=_add_self_test)
+            expected_adapter=_expected_adapter, extra=_add_extras)
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -61,8 +79,74 @@ def run(args: argparse.Namespace) -> int:
     """Run the conformance suite against a runtime's adapter (default: the reference
     adapter), list the cases, replay one, or run the self-test (see each action's
     --help). The kit alone installs as ``zlink-conformance``; docs/conformance.md is the
-    guide for runtime authors, specs/adapter-protocol.md the protocol."""
-    return run_kit(args)
+    guide for runtime authors, specs/adapter-protocol.md the protocol.
+
+    ``run --tlc`` gives every case that did not pass a second judge: TLC walks its
+    transcript, queue by queue, through SerialQueue.tla (``tlc_judge``). Exit status as
+    the kit's, and 3 when TLC was asked for and Java or TLC is missing."""
+    if getattr(args, "conformance_action", None) != "run" or not getattr(args, "tlc", False):
+        return run_kit(args)
+    try:
+        find_jar()
+        find_java()
+    except ToolMissingError as exc:
+        print(f"zlink conformance: --tlc: {exc}", file=sys.stderr)
+        return exc.exit_code
+    with tempfile.TemporaryDirectory(prefix="zlink-transcripts-") as tmp:
+        if args.transcripts is None:
+            args.transcripts = Path(tmp)
+        started = time.time()
+        code = run_kit(args)
+        if code == 2:  # no run to judge: bad arguments or an adapter that never started
+            return code
+        written = [p for p in sorted(args.transcripts.glob("*.jsonl"))
+                   if p.stat().st_mtime >= started - 1]
+        try:
+            tlc_judge(written, layout().models)
+        except ToolMissingError as exc:
+            print(f"zlink conformance: --tlc: {exc}", file=sys.stderr)
+            return exc.exit_code
+    return code
+
+
+def tlc_judge(transcripts: list[Path], models: Path,
+              timeout: float = 600.0) -> list[tuple[str, list[dict[str, Any]]]]:
+    """TLC's verdict on each transcript whose case did not pass (its last record says
+    so), per queue, printed and returned as ``(case, records)``. A case in which TLC
+    finds nothing on the queues it covers is said to be so: the two judges then disagree
+    there, or the failure is outside SerialQueue.tla (a check of the case's own,
+    SpotWide, disposal)."""
+    failing = []
+    for path in transcripts:
+        lines = path.read_text(encoding="utf-8").splitlines()
+        last = json.loads(lines[-1]) if lines else {}
+        if isinstance(last, dict) and last.get("verdict") not in ("passed", "skipped", None):
+            failing.append(path)
+    print(f"tlc: judging the transcripts of {len(failing)} case(s) that did not pass, queue "
+          "by queue, against SerialQueue.tla")
+    out = []
+    for path in failing:
+        with path.open(encoding="utf-8") as fh:
+            entries = read_transcript(fh)
+        records = [tlc_transcript_queue(q, models, timeout)
+                   for q in queue_transcripts(entries)]
+        refused = [r for r in records if r["status"] == "fail"]
+        checked = [r for r in records if r["status"] in ("ok", "fail")]
+        if refused:
+            what = "; ".join(f"{r['queue']} ({r.get('rules', '')}): {r['reason']}"
+                             for r in refused)
+            print(escaped(f"  {path.stem}: TLC refuses it too: {what}"))
+        elif checked:
+            print(escaped(f"  {path.stem}: TLC finds no broken rule on the "
+                          f"{len(checked)} queue(s) it covers"))
+        else:
+            print(escaped(f"  {path.stem}: no queue TLC covers (each is SpotWide's or "
+                          "Disposal's)"))
+        for r in records:
+            if r["status"] == "error":
+                print(escaped(f"    ERROR tlc: {r['queue']}: {r['reason']}"))
+        out.append((path.stem, records))
+    return out
 
 
 def self_test(args: argparse.Namespace) -> int:

@@ -286,7 +286,14 @@ def _check(manifest: Manifest, args: argparse.Namespace) -> int:
         write_counterexamples_html(shown, args.html)
         print(f"{len(shown)} counterexample(s) drawn in {args.html}")
     if args.update:
-        write_manifest(manifest.path, updated_manifest(manifest, report.results))
+        # Read again: only the runs that ran are updated, over the file as it is now.
+        try:
+            now = json.loads(manifest.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            print(f"zlink models: cannot read {manifest.path} again to update it: {exc}",
+                  file=sys.stderr)
+            return 2
+        write_manifest(manifest.path, updated_manifest(manifest, report.results, now))
         wrong = [r.entry.name for r in report.results if not r.verdict_ok]
         print(f"manifest updated: {manifest.path}"
               + (f" (not for {', '.join(wrong)}: wrong verdict)" if wrong else ""))

@@ -7,6 +7,9 @@
   zlink trace check LOG.jsonl --tlc                ... and each queue's log through TLC
   zlink trace check LOG.jsonl --queue NAME         only this queue (repeatable)
   zlink trace check LOG.jsonl --json               the verdict as JSON
+  zlink trace check CASE.jsonl --tlc               a conformance transcript (zlink
+                                                   conformance run --transcripts DIR):
+                                                   the kit's oracle and TLC judge it
 
 The log is JSON Lines in the trace format (specs/trace-format.md), as a runtime's
 recorder writes it. The Python check replays each queue's events through the pure core
@@ -19,14 +22,21 @@ to take (zlink_tool.tla.trace); a queue whose log has events outside that model
 Every finding names its rules: an invariant's rule IDs, or the rules of the event that
 could not be matched.
 
-Exit status: 0 the log follows the rules, 1 a finding (or TLC gave no verdict in time),
-2 bad input (unreadable log, not the trace format, bad policy file), 3 TLC asked for but
-Java or TLC is missing.
+An empty log (no events, or none of the queues asked for) is bad input, never a pass:
+nothing was checked. Every name and message taken from the log is printed with its
+control characters escaped (a newline in a queue name shows as \\n), so a log cannot
+forge a line of the verdict.
+
+Exit status: 0 the log follows the rules, 1 a finding (or TLC gave no verdict on a
+queue: timeout or crash, printed as "no verdict", never as a broken rule), 2 bad input
+(unreadable or empty log, not the trace format, bad policy file), 3 TLC asked for but
+Java or TLC is missing or does not start.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import subprocess
 import sys
@@ -35,13 +45,22 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
+from zlink_conformance.oracle.model import replay_entries
 from zlink_model.invariants import INVARIANTS
 from zlink_model.policy import PolicyInputError, ZLinkExecutionLanePolicy, load_policy
 from zlink_model.replay import check_trace
 from zlink_model.trace import TraceEvent, read_trace
 
 from ..tla.runner import ToolMissingError
-from ..tla.trace import TLC_EVENTS, TraceFormatError, check_with_tlc
+from ..tla.trace import TLC_EVENTS, TraceFormatError, TraceRangeError, check_with_tlc
+from ..tla.transcript import (
+    QueueTranscript,
+    TranscriptError,
+    check_queue_with_tlc,
+    is_transcript,
+    queue_transcripts,
+    read_transcript,
+)
 from ._common import layout
 
 __all__ = ["configure", "run"]
@@ -92,8 +111,124 @@ def _policies(specs: list[str]) -> list[tuple[str, ZLinkExecutionLanePolicy]]:
     return out
 
 
+def escaped(text: str) -> str:
+    """``text`` as one line: every character that is not printable (newlines, carriage
+    returns, other control and separator characters) written as its JSON escape. A log's
+    names pass through here before they are printed, so none can start a line of its own."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else json.dumps(c)[1:-1] for c in text)
+
+
+def _say(text: str) -> None:
+    """Print one line of the text verdict, escaped (``escaped``)."""
+    print(escaped(text))
+
+
+class TranscriptFound(Exception):  # noqa: N818 (a signal, not an error)
+    """The log is a conformance transcript, not the trace format."""
+
+
+def tlc_transcript_queue(q: QueueTranscript, models: Path, timeout: float) -> dict[str, Any]:
+    """TLC's verdict on one queue of a conformance transcript, as a JSON-ready record
+    (the shape of a trace-format queue's: status ok, fail, error or not checked)."""
+    if q.not_checked is not None:
+        return {"queue": q.owner, "status": "not checked", "reason": q.not_checked}
+    try:
+        verdict = check_queue_with_tlc(q, models, timeout)
+    except TraceRangeError as exc:
+        return {"queue": q.owner, "status": "not checked", "reason": str(exc)}
+    except subprocess.TimeoutExpired:
+        return {"queue": q.owner, "status": "error",
+                "reason": f"TLC gave no verdict within {timeout:g} s (raise --timeout)"}
+    except RuntimeError as exc:
+        if isinstance(exc, ToolMissingError):
+            raise
+        return {"queue": q.owner, "status": "error", "reason": str(exc)}
+    record: dict[str, Any] = {"queue": q.owner, "seconds": round(verdict.seconds, 2),
+                              "matched_events": verdict.steps, "notes": list(verdict.notes)}
+    if verdict.matched:
+        record["status"] = "ok"
+        return record
+    record["status"] = "fail"
+    if verdict.broken_invariant is not None:
+        inv = INVARIANTS.get(verdict.broken_invariant)
+        record["invariant"] = verdict.broken_invariant
+        record["rules"] = inv.rules if inv is not None else ""
+        record["reason"] = f"{verdict.broken_invariant} broke on the way"
+    if verdict.first_unmatched is not None:
+        step = q.steps[verdict.first_unmatched]
+        action, rule = TLC_EVENTS[step.op]
+        record["event"] = step.position
+        record.setdefault("rules", rule)
+        record.setdefault("reason", f"{step.wire} of {step.work} (transcript entry "
+                                    f"{step.position}) is not a step {action} can take "
+                                    "there, whatever the steps the wire does not show")
+    return record
+
+
+def check_transcript(args: argparse.Namespace) -> int:
+    """``zlink trace check`` on a conformance transcript: the kit's model oracle judges
+    the whole case; with --tlc, TLC judges each queue SerialQueue.tla covers."""
+    if args.policy or args.no_yield or args.units_per_ms != 1.0:
+        return _fail("a transcript carries its own policies and targets (the runner's "
+                     "create commands): --policy, --no-yield and --units-per-ms are for "
+                     "logs in the trace format")
+    try:
+        with open(args.log, encoding="utf-8") as fh:
+            entries = read_transcript(fh)
+    except (OSError, TranscriptError) as exc:
+        return _fail(f"{args.log}: {exc}")
+    if not any(d == "received" and "event" in m for d, m in entries):
+        return _fail(f"{args.log} holds no events: nothing to check (an empty log is not "
+                     "a pass)")
+    queues = queue_transcripts(entries)
+    names = [q.owner for q in queues]
+    if args.queue:
+        unknown = [q for q in args.queue if q not in names]
+        if unknown:
+            return _fail(f"no events of queue(s) {', '.join(unknown)} in {args.log}; its "
+                         f"queues: {', '.join(names) or 'none'}")
+        queues = [q for q in queues if q.owner in args.queue]
+    oracle = replay_entries(entries)
+    tlc: list[dict[str, Any]] = []
+    if args.tlc:
+        models = args.models or layout().models
+        if not (models / "TraceWireSerialQueue.tla").is_file():
+            return _fail(f"no TraceWireSerialQueue.tla in {models} (give --models DIR)")
+        for i, q in enumerate(queues, 1):
+            if not args.json:
+                print(escaped(f"[tlc {i}/{len(queues)}] {q.owner}: {len(q.steps)} events ..."),
+                      flush=True)
+            try:
+                tlc.append(tlc_transcript_queue(q, models, args.timeout))
+            except ToolMissingError as exc:
+                print(f"zlink trace: {exc}", file=sys.stderr)
+                return exc.exit_code
+    found = oracle.divergence is not None or any(r["status"] == "fail" for r in tlc)
+    ok = not found and oracle.undecided is None and all(r["status"] != "error" for r in tlc)
+    if args.json:
+        print(json.dumps({
+            "log": str(args.log), "format": "transcript", "queues": names, "ok": ok,
+            "oracle": {"divergence": oracle.divergence.to_json() if oracle.divergence
+                       else None, "undecided": oracle.undecided},
+            "tlc": tlc}, indent=2))
+        return 0 if ok else 1
+    _say(f"{args.log}: a conformance transcript, {len(entries)} entries, "
+         f"{len(names)} queue(s)")
+    if oracle.divergence is not None:
+        _say(f"FAIL the kit's model oracle: {oracle.divergence.message()}")
+    elif oracle.undecided is not None:
+        _say(f"ERROR the kit's model oracle gave no verdict: {oracle.undecided}")
+    else:
+        print("the kit's model oracle: every event is one the model allows")
+    _print_tlc(tlc)
+    _verdict(ok, found)
+    return 0 if ok else 1
+
+
 def _fail(message: str) -> int:
-    print(f"zlink trace: {message}", file=sys.stderr)
+    print(f"zlink trace: {escaped(message)}", file=sys.stderr)
     return 2
 
 
@@ -107,6 +242,8 @@ def _tlc_queue(name: str, events: list[TraceEvent], policy: ZLinkExecutionLanePo
                           "SerialQueue.tla; the Python model checked this queue"}
     try:
         verdict = check_with_tlc([e.to_json() for e in events], policy, models, timeout)
+    except TraceRangeError as exc:  # TLC cannot read the numbers: no verdict either way
+        return {"queue": name, "status": "not checked", "reason": str(exc)}
     except TraceFormatError as exc:
         return {"queue": name, "status": "fail", "reason": str(exc), "rules": "",
                 "event": None}
@@ -118,7 +255,7 @@ def _tlc_queue(name: str, events: list[TraceEvent], policy: ZLinkExecutionLanePo
     except RuntimeError as exc:  # TLC ran but said nothing a verdict can be read from
         return {"queue": name, "status": "error", "reason": str(exc)}
     record: dict[str, Any] = {"queue": name, "seconds": round(verdict.seconds, 2),
-                              "matched_events": verdict.steps}
+                              "matched_events": verdict.steps, "notes": list(verdict.notes)}
     if verdict.matched:
         record["status"] = "ok"
         return record
@@ -152,11 +289,21 @@ def run(args: argparse.Namespace) -> int:
         return _fail(f"--timeout must be > 0, got {args.timeout}")
     try:
         with open(args.log, encoding="utf-8") as fh:
+            first = next((line for line in fh if line.strip()), "")
+            with contextlib.suppress(ValueError):
+                if is_transcript(json.loads(first)):
+                    raise TranscriptFound
+            fh.seek(0)
             events = read_trace(fh)
     except OSError as exc:
         return _fail(f"cannot read {args.log}: {exc.strerror or exc}")
     except ValueError as exc:
         return _fail(f"{args.log}: {exc}")
+    except TranscriptFound:
+        return check_transcript(args)
+    if not events:
+        return _fail(f"{args.log} holds no events: nothing to check (an empty log is not "
+                     "a pass)")
     explicit = bool(args.policy)
     try:
         policies = _policies(args.policy or [])
@@ -195,14 +342,14 @@ def run(args: argparse.Namespace) -> int:
             by_queue[e.queue].append(e)
         for i, q in enumerate(queues, 1):
             if not args.json:
-                print(f"[tlc {i}/{len(queues)}] {q}: {len(by_queue[q])} events ...",
+                print(escaped(f"[tlc {i}/{len(queues)}] {q}: {len(by_queue[q])} events ..."),
                       flush=True)
             try:
                 tlc.append(_tlc_queue(q, by_queue[q],
                                       policy_of(q) or ZLinkExecutionLanePolicy(), models,
                                       args.timeout))
             except ToolMissingError as exc:
-                print(f"zlink trace: {exc}", file=sys.stderr)
+                print(f"zlink trace: {exc}", file=sys.stderr)  # our text, several lines
                 return exc.exit_code
     ok = report.ok and all(r["status"] not in ("fail", "error") for r in tlc)
     if args.json:
@@ -218,25 +365,48 @@ def run(args: argparse.Namespace) -> int:
                               for d in report.disagreements],
             "tlc": tlc}, indent=2))
         return 0 if ok else 1
-    print(f"{args.log}: {report.events} events, {len(queues)} queue(s)")
+    _say(f"{args.log}: {report.events} events, {len(queues)} queue(s)")
     if report.ok:
         held = sum(1 for i in INVARIANTS.values() if {"core", "trace"} & set(i.over))
         print(f"python model: every event replayed, {held} queue invariants held")
     for v in report.violations:
-        print(f"FAIL {v}")
+        _say(f"FAIL {v}")
     for d in report.disagreements:
-        print(f"FAIL model agreement: {d}")
-    for r in tlc:
-        if r["status"] == "ok":
-            print(f"tlc: {r['queue']}: matched all {r['matched_events']} events "
-                  f"({r['seconds']} s)")
-        elif r["status"] == "not checked":
-            print(f"tlc: {r['queue']}: not checked: {r['reason']}")
-        elif r["status"] == "error":
-            print(f"ERROR tlc: {r['queue']}: {r['reason']}")
-        else:
-            rules = f" ({r['rules']})" if r.get("rules") else ""
-            print(f"FAIL tlc: {r['queue']}{rules}: {r['reason']}")
-    print("verdict: the log follows the rules" if ok else "verdict: the log breaks a rule")
+        _say(f"FAIL model agreement: {d}")
+    _print_tlc(tlc)
+    _verdict(ok, not report.ok or any(r["status"] == "fail" for r in tlc))
     return 0 if ok else 1
 
+
+
+def _print_tlc(tlc: list[dict[str, Any]]) -> None:
+    """TLC's verdict per queue, one escaped line each (and the lines of an error)."""
+    for r in tlc:
+        for note in r.get("notes", []):
+            _say(f"tlc: {r['queue']}: note: {note}")
+        if r["status"] == "ok":
+            _say(f"tlc: {r['queue']}: matched all {r['matched_events']} events "
+                 f"({r['seconds']} s)")
+        elif r["status"] == "not checked":
+            _say(f"tlc: {r['queue']}: not checked: {r['reason']}")
+        elif r["status"] == "error":
+            first, *rest = str(r["reason"]).splitlines() or [""]
+            _say(f"ERROR tlc: {r['queue']}: {first}")
+            for line in rest:
+                _say(f"  | {line}")
+        else:
+            rules = f" ({r['rules']})" if r.get("rules") else ""
+            _say(f"FAIL tlc: {r['queue']}{rules}: {r['reason']}")
+    if tlc and not any(r["status"] in ("ok", "fail") for r in tlc):
+        print("tlc: no queue of this log was checked by TLC")
+
+
+def _verdict(ok: bool, findings: bool) -> None:
+    """The last line: follows the rules, breaks one, or no verdict (a judge could not
+    decide and nothing was found): never a pass for what was not checked."""
+    if ok:
+        print("verdict: the log follows the rules")
+    elif findings:
+        print("verdict: the log breaks a rule")
+    else:
+        print("verdict: no verdict: a judge could not decide (and nothing broke a rule)")

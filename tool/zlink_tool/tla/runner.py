@@ -296,13 +296,19 @@ def select_entries(entries: Sequence[ManifestEntry], only: Iterable[str] | None
     return chosen, unmatched
 
 
-def updated_manifest(manifest: Manifest, results: Iterable[RunResult]) -> dict[str, Any]:
+def updated_manifest(manifest: Manifest, results: Iterable[RunResult],
+                     current: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The manifest's JSON with the counts and times of the given runs written in.
 
+    ``current`` is the manifest as it is now (default: as it was loaded): a deep run
+    takes minutes to hours, and the file may change meanwhile (another profile's
+    ``--update``, an edit), so the caller reads it again and only the entries of the
+    runs that ran are touched; everything else stays as it is now.
     Only runs that reached their expected verdict are written: pinning the counts
     of a run that failed the wrong way would hide the failure."""
     by_name = {r.entry.name: r for r in results if r.verdict_ok}
-    data: dict[str, Any] = json.loads(json.dumps(manifest.data))
+    data: dict[str, Any] = json.loads(json.dumps(manifest.data if current is None
+                                                 else current))
     runs = data["runs"] if manifest.profile == CI_PROFILE \
         else data["profiles"][manifest.profile]["runs"]
     for obj in runs:

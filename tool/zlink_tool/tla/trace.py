@@ -16,6 +16,14 @@ Nothing from the log reaches the data module as text: works become integers
 1..N (in submission order), lanes, reasons and event names are chosen from fixed sets,
 numbers are parsed as integers, and anything else is refused before TLC runs.
 
+TLC 2.15 reads integers as 32-bit: a literal of 2^31 or more stops it before it checks
+anything (``NumberFormatException``). Byte values are only ever compared and added, so
+they are rescaled exactly before TLC (``scaled_limits``): a limit the log can never reach is
+lowered to what the log could reserve at most, and every byte value is divided by their
+greatest common divisor; a runtime whose policy allows 2 GiB is checked that way. What
+cannot be brought under 2^31 exactly (a position, or bytes no exact rescaling makes small
+enough) is refused with ``TraceRangeError``, before TLC, saying which event and why.
+
 Verdicts: ``TRACE_MATCHED`` printed and exit 0, the log is a behaviour of the model; exit
 0 without it, the log reached a dead end, and the deepest state TLC reached tells which
 event could not be matched; exit 12, a spec invariant broke on the way (named).
@@ -24,6 +32,7 @@ event could not be matched; exit 12, a spec invariant broke on the way (named).
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 import shutil
 import subprocess
@@ -36,10 +45,11 @@ from typing import Any, Final
 from zlink_model.policy import ZLinkExecutionLanePolicy
 from zlink_model.vocabulary import tla_actions
 
-from .runner import find_jar, find_java
+from .runner import JAR_ENV, ToolMissingError, find_jar, find_java
 
-__all__ = ["TLC_EVENTS", "TRACE_FILES", "TlcTraceVerdict", "TraceModel", "build_trace_model",
-           "check_with_tlc", "write_trace_files"]
+__all__ = ["TLC_EVENTS", "TLC_INT_LIMIT", "TRACE_FILES", "Limits", "TlcTraceVerdict",
+           "TraceFormatError", "TraceModel", "TraceRangeError", "build_trace_model",
+           "check_with_tlc", "run_trace_tlc", "scaled_limits", "write_trace_files"]
 
 # The events SerialQueue.tla has actions for: event -> (action, the rules a refused event
 # is reported under), from the one table of names.
@@ -49,8 +59,18 @@ TLC_EVENTS: Final[Mapping[str, tuple[str, str]]] = {
 TRACE_FILES = ("SerialQueue.tla", "TraceSerialQueue.tla", "TraceSerialQueue.cfg")
 
 
+# TLC 2.15's integers are Java ints: a literal at or above this stops the parser.
+TLC_INT_LIMIT: Final = 2**31
+
+
 class TraceFormatError(ValueError):
     """The log cannot be turned into a data module (bad field, unknown event)."""
+
+
+class TraceRangeError(ValueError):
+    """A value of the log or the policy is beyond TLC 2.15's integers and no exact
+    rescaling brings it under them: TLC cannot check this log (which says nothing about
+    whether the log follows the rules)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,6 +81,7 @@ class TraceModel:
     works: int  # model works the log needs (1..works)
     lines: tuple[int, ...]  # log line (1-based) of each step
     levels: tuple[int, ...]  # BFS depth at which step i is taken (1-based: the state after)
+    notes: tuple[str, ...] = ()  # how values were rescaled for TLC, if they were
 
 
 @dataclasses.dataclass(frozen=True)
@@ -73,6 +94,7 @@ class TlcTraceVerdict:
     broken_invariant: str | None
     seconds: float
     output: str
+    notes: tuple[str, ...] = ()  # how the log's values were rescaled for TLC
 
 
 def _int(value: Any, what: str, index: int) -> int:
@@ -131,6 +153,11 @@ def build_trace_model(events: Sequence[dict[str, Any]],
             if name == "admit":
                 by_wid[_int(ev.get("work"), "work", i)] = w
                 pos = _int(ev.get("pos"), "pos", i)
+                if not 0 <= pos < TLC_INT_LIMIT:
+                    raise TraceRangeError(
+                        f"event {i + 1}: pos {pos} is outside TLC 2.15's integers "
+                        f"(0 .. 2^31 - 1); the model numbers admissions from 0, so this "
+                        "log cannot be checked by TLC from its start")
                 wake = "TRUE" if _bool(ev.get("wake"), "wake", i) else "FALSE"
                 steps.append(f'[op |-> "admit", w |-> {w}, pos |-> {pos}, flag |-> {wake}]')
             else:
@@ -162,18 +189,101 @@ def build_trace_model(events: Sequence[dict[str, Any]],
     for ev in events:
         level += 2 if ev.get("event") in ("end_slice", "requeue") else 1
         levels.append(level)
+    takes = sum(1 for ev in events if ev.get("event") == "take_next")
+    limits, notes = scaled_limits(works, policy, takes)
     module = _MODULE.format(
         log=",\n    ".join(steps),
         lanes=", ".join(f'"{k}"' for k, _, _ in works),
-        payloads=", ".join(str(p) for _, p, _ in works),
+        payloads=", ".join(str(p) for p in limits.payloads),
         yields=", ".join(str(y) for _, _, y in works),
-        app_count=policy.application_message_capacity,
-        app_bytes=policy.application_byte_capacity,
-        life_count=policy.lifecycle_message_capacity,
-        life_bytes=policy.lifecycle_byte_capacity,
-        fixed=fixed, burst=policy.lifecycle_burst_limit,
+        app_count=limits.app_count, app_bytes=limits.app_bytes,
+        life_count=limits.life_count, life_bytes=limits.life_bytes,
+        fixed=limits.fixed, burst=limits.burst,
     )
-    return TraceModel(module, len(works), tuple(lines), tuple(levels))
+    return TraceModel(module, len(works), tuple(lines), tuple(levels), notes)
+
+
+@dataclasses.dataclass(frozen=True)
+class Limits:
+    """The numbers the data module holds: the policy's limits and each model work's
+    payload, as TLC gets them."""
+
+    app_count: int
+    app_bytes: int
+    life_count: int
+    life_bytes: int
+    fixed: int
+    burst: int
+    payloads: tuple[int, ...]
+
+
+def scaled_limits(works: Sequence[tuple[str, int, int]], policy: ZLinkExecutionLanePolicy,
+            takes: int) -> tuple[Limits, tuple[str, ...]]:
+    """The policy and payloads with every value under ``TLC_INT_LIMIT``, and notes saying
+    what changed. Exact, never an approximation: the model only adds byte values and
+    compares them with the limits, so
+
+    - a count limit above the works of its lane (a byte limit above the sum of their
+      reservations, a burst limit above the takes of the log) can never be reached, and
+      lowering it to that most the log can use changes no comparison;
+    - dividing every byte value (fixed cost, payloads, byte limits) by their greatest
+      common divisor changes no sum's comparison either.
+
+    Anything still too large (after the division, the most a lane can hold plus one more
+    reservation must stay under the limit too, or TLC overflows) raises
+    ``TraceRangeError``."""
+    fixed = policy.fixed_work_byte_cost
+    payloads = [p for _, p, _ in works]
+    notes: list[str] = []
+
+    def lane_of(kind: str) -> str:
+        return "life" if kind == "life" else "app"
+    count = {lane: sum(1 for k, _, _ in works if lane_of(k) == lane) for lane in ("app", "life")}
+    most = {lane: sum(p + fixed for k, p, _ in works if lane_of(k) == lane)
+            for lane in ("app", "life")}
+
+    def lower(limit: int, reach: int, what: str) -> int:
+        if limit <= reach or limit < TLC_INT_LIMIT:
+            return limit
+        notes.append(f"{what} {limit} is more than this log can use ({reach}): checked "
+                     f"as {reach}, which changes no comparison")
+        return reach
+    app_count = lower(policy.application_message_capacity, max(count["app"], 1),
+                      "application_message_capacity")
+    life_count = lower(policy.lifecycle_message_capacity, max(count["life"], 1),
+                       "lifecycle_message_capacity")
+    burst = lower(policy.lifecycle_burst_limit, takes + 1, "lifecycle_burst_limit")
+    app_bytes = lower(policy.application_byte_capacity, max(most["app"], 1),
+                      "application_byte_capacity")
+    life_bytes = lower(policy.lifecycle_byte_capacity, max(most["life"], 1),
+                       "lifecycle_byte_capacity")
+    # A lane the log never uses: its byte limit is never compared with anything but 0,
+    # so it takes no part in the divisor and is 1 after it (still above 0 bytes).
+    unused = {lane for lane in ("app", "life") if most[lane] == 0}
+    byte_values = [fixed, *payloads, *([] if "app" in unused else [app_bytes]),
+                   *([] if "life" in unused else [life_bytes])]
+    top = max([*byte_values, most["app"] + app_bytes, most["life"] + life_bytes])
+    if top >= TLC_INT_LIMIT:
+        unit = math.gcd(*byte_values)
+        if unit > 1:
+            notes.append(f"every byte value divided by {unit}, their greatest common "
+                         "divisor, which changes no comparison")
+            fixed //= unit
+            payloads = [p // unit for p in payloads]
+            app_bytes = 1 if "app" in unused else app_bytes // unit
+            life_bytes = 1 if "life" in unused else life_bytes // unit
+            top = max([fixed, *payloads, most["app"] // unit + app_bytes,
+                       most["life"] // unit + life_bytes])
+    if top >= TLC_INT_LIMIT:
+        raise TraceRangeError(
+            "byte values too large for TLC 2.15's integers (< 2^31) even after exact "
+            f"rescaling: the policy's byte limits ({policy.application_byte_capacity}, "
+            f"{policy.lifecycle_byte_capacity}), the fixed cost {policy.fixed_work_byte_cost} "
+            f"and the payloads of this log (largest {max(payloads, default=0)}) reach {top}")
+    if max(app_count, life_count, burst) >= TLC_INT_LIMIT:  # lowered above; cannot happen
+        raise TraceRangeError("a count limit is beyond TLC 2.15's integers")
+    return Limits(app_count, app_bytes, life_count, life_bytes, fixed, burst,
+                   tuple(payloads)), tuple(notes)
 
 
 _MODULE = """\
@@ -229,31 +339,61 @@ _DEPTH = re.compile(r"depth of the complete state graph search is (\d+)")
 _VIOLATED = re.compile(r"Invariant (\w+) is violated")
 
 
-def check_with_tlc(events: Sequence[dict[str, Any]], policy: ZLinkExecutionLanePolicy,
-                   models_dir: Path, timeout: float = 600.0) -> TlcTraceVerdict:
-    """Run TLC on the trace specification with the data of ``events``; ``models_dir``
-    holds the checked-in modules (``TRACE_FILES``)."""
+def run_trace_tlc(module: str, module_file: str, files: Sequence[str], models_dir: Path,
+                  timeout: float) -> tuple[str, float]:
+    """Run TLC on a trace specification: ``files`` (the checked-in modules, the ``.cfg``
+    among them, the specification being the ``.tla`` named like it) copied from
+    ``models_dir`` into a scratch directory beside the generated ``module`` (written as
+    ``module_file``). Returns TLC's output and the seconds it took. Raises
+    ``ToolMissingError`` when Java or the jar is missing or TLC does not start (the
+    machine's problem, never a verdict), ``subprocess.TimeoutExpired`` past ``timeout``."""
     jar, java = find_jar(), find_java()  # a missing extra first, then Java
+    missing = [name for name in files if not (models_dir / name).is_file()]
+    if missing:
+        raise RuntimeError(f"no {', '.join(missing)} in {models_dir}")
+    cfg = next(name for name in files if name.endswith(".cfg"))
     with tempfile.TemporaryDirectory(prefix="zlink-trace-") as tmp:
         scratch = Path(tmp)
-        model = write_trace_files(events, policy, models_dir, scratch)
+        for name in files:
+            shutil.copy(models_dir / name, scratch / name)
+        (scratch / module_file).write_text(module, encoding="utf-8")
         cmd = [java, "-XX:+UseParallelGC", f"-Djava.io.tmpdir={scratch}", "-cp", str(jar),
                "tlc2.TLC", "-workers", "1", "-deadlock", "-cleanup", "-metadir",
-               str(scratch / "meta"), "-config", "TraceSerialQueue.cfg",
-               "TraceSerialQueue.tla"]
+               str(scratch / "meta"), "-config", cfg, cfg.removesuffix(".cfg") + ".tla"]
         t0 = time.monotonic()
         proc = subprocess.run(cmd, cwd=scratch, capture_output=True, text=True,
                               timeout=timeout, check=False)
         seconds = time.monotonic() - t0
     output = proc.stdout + proc.stderr
+    if "TLC2 Version" not in output:
+        # TLC never started: the jar is not TLC's, or Java does not run. That is the
+        # machine's problem, never a verdict on the log.
+        tail = "\n".join(output.strip().splitlines()[-5:]) or "(no output)"
+        raise ToolMissingError(
+            "tla2tools.jar",
+            f"TLC did not start ({java} -cp {jar} tlc2.TLC exited {proc.returncode}): "
+            f"{tail}\nCheck the Java installation, or point {JAR_ENV} at a tla2tools.jar.")
+    if "TRACE_MATCHED" not in output and _VIOLATED.search(output) is None \
+            and _DEPTH.search(output) is None:
+        raise RuntimeError(f"TLC failed on the trace module (exit {proc.returncode}):\n"
+                           + "\n".join(output.splitlines()[-30:]))
+    return output, seconds
+
+
+def check_with_tlc(events: Sequence[dict[str, Any]], policy: ZLinkExecutionLanePolicy,
+                   models_dir: Path, timeout: float = 600.0) -> TlcTraceVerdict:
+    """Run TLC on the trace specification with the data of ``events``; ``models_dir``
+    holds the checked-in modules (``TRACE_FILES``)."""
+    find_jar()  # a missing tool is said first, before the log is read
+    find_java()
+    model = build_trace_model(events, policy)
+    output, seconds = run_trace_tlc(model.module, "TraceLog.tla", TRACE_FILES, models_dir,
+                                    timeout)
     if "TRACE_MATCHED" in output:
-        return TlcTraceVerdict(True, len(events), None, None, seconds, output)
+        return TlcTraceVerdict(True, len(events), None, None, seconds, output, model.notes)
     violated = _VIOLATED.search(output)
     depth_match = _DEPTH.search(output)
     depth = int(depth_match.group(1)) if depth_match else None
-    if violated is None and depth is None:
-        raise RuntimeError(f"TLC failed on the trace module (exit {proc.returncode}):\n"
-                           + "\n".join(output.splitlines()[-30:]))
     steps = 0
     if depth is not None:
         steps = sum(1 for level in model.levels if level <= depth)
@@ -262,4 +402,5 @@ def check_with_tlc(events: Sequence[dict[str, Any]], policy: ZLinkExecutionLaneP
         steps = max(0, sum(1 for level in model.levels if level <= states) - 1)
     first = steps if steps < len(events) else None
     return TlcTraceVerdict(False, steps, first,
-                           violated.group(1) if violated else None, seconds, output)
+                           violated.group(1) if violated else None, seconds, output,
+                           model.notes)
