@@ -39,6 +39,20 @@ exit_drain     ExitDrain     nothing is ready: leave the drain
 close          Close         no new submissions; accepted work still finishes
 =============  ============  ==========================================================
 
+The plain lane (``vocabulary.PLAIN_TRANSITIONS``). A work submitted without a handle (the
+shell's ``post``) gets no record: the work itself waits in the application line. Two
+transitions serve it, each the general one restricted to that case and held equal to it
+by a property test (``tests/core/test_plain_lane.py``): ``admit_plain`` is ``admit`` of
+application work at the fixed reservation (the same capacity rule, sequence number and
+drain flag), ``finish_plain`` is ``finish`` of such a work. ``take_next`` and
+``next_step`` give the turn to a plain work as to a record. They exist on untraced
+queues only (``admit_plain`` refuses a queue with an observer), so a trace, its
+validation and the TLA+ models only ever see records. Whatever must see records (the
+disposals, ``live_records``, ``line``, ``copy``) first needs ``promote_plain``, which
+turns every plain work into a record in place (the shell supplies the record), and is
+refused while one waits; ``promote_current`` does the same for the turn holder alone (a
+posted work that turned out to be a coroutine).
+
 Flags (SE-6.5): ``drain_scheduled`` is set by the step that makes an idle queue busy
 (``admit``, ``transfer``, ``requeue``, or ``end_slice`` with work left) and by nothing
 else; whoever sets it must post one drain, outside any lock. ``enter_drain`` turns it
@@ -105,6 +119,7 @@ __all__ = [
     "R",
     "WorkRecord",
     "drain_state",
+    "is_plain",
 ]
 
 # Phases of a work. A work is live from admission until DONE.
@@ -194,6 +209,12 @@ its results, exactly the records it was given."""
 
 def _wid(rec: WorkRecord) -> object:
     return getattr(rec, "wid", "?")
+
+
+def is_plain(item: object) -> bool:
+    """Whether an item of a line (or the turn holder) is a plain work: one admitted by
+    ``admit_plain``, which has no record."""
+    return not isinstance(item, WorkRecord)
 
 
 class QueueConfig:
@@ -324,7 +345,9 @@ class QueueCore(Generic[R]):
         return self.app_count, self.app_bytes
 
     def line(self, source: Source) -> tuple[R, ...]:
-        """The items waiting in one line, head first."""
+        """The items waiting in one line, head first (records only: refused while a
+        plain work is live, see ``promote_plain``)."""
+        self._require_records("line")
         found = (self.barrier, self.life, self.app)[source]
         return tuple(found) if found else ()
 
@@ -333,7 +356,8 @@ class QueueCore(Generic[R]):
         return tuple(self.suspended) if self.suspended else ()
 
     def live_records(self) -> list[R]:
-        """Every accepted, unfinished work: queued, running, suspended or requeued."""
+        """Every accepted, unfinished work: queued, running, suspended or requeued
+        (records only: refused while a plain work is live, see ``promote_plain``)."""
         out = [*self.line(Source.BARRIER), *self.line(Source.LIFECYCLE)]
         out += [*self.line(Source.APPLICATION), *self.suspended_records()]
         if self.current is not None:
@@ -352,6 +376,7 @@ class QueueCore(Generic[R]):
         copied: pass one dict to the copies of several cores, and look up there (or add,
         with ``rec.copy()``) the records you keep beside the cores, so that every record
         has exactly one copy."""
+        self._require_records("copy")
         if records is None:
             records = {}
         get = records.get
@@ -400,6 +425,7 @@ class QueueCore(Generic[R]):
         Each work of ``later`` must be queued, never started, in this core (SE-6.3: only
         a waiting admission can have come later); otherwise, or when ``take_next``
         itself is refused, ``ZLinkProtocolError`` with nothing changed."""
+        self._require_records("take_next_ahead_of")
         moved = sorted(later, key=lambda r: r.seq)
         lines = (self.barrier, self.life, self.app)
         for rec in moved:
@@ -570,10 +596,14 @@ class QueueCore(Generic[R]):
 
         The branch for "only application work is ready" is ``take_next`` with the
         answer ``rules.select_next`` gives for that case (APPLICATION, streak 0)
-        written in; a property test holds the two equal.
+        written in; a property test holds the two equal. A plain ``prev`` ends by
+        ``finish_plain``, and a plain head gets the turn as ``take_next`` gives it.
         """
         if prev is not None:
-            self.finish(prev, outcome)
+            if isinstance(prev, WorkRecord):
+                self.finish(prev, outcome)
+            else:
+                self.finish_plain(prev, outcome)
         config = self.config
         if now - self.slice_started_at >= config.budget:  # rules.slice_expired
             self.end_slice(now)
@@ -585,6 +615,9 @@ class QueueCore(Generic[R]):
             if not app:
                 self.app = None
             self.streak = 0
+            if not isinstance(rec, WorkRecord):  # a plain work: no record, no observer
+                self.current = rec
+                return rec
             resume = rec.phase == REQUEUED
             rec.phase = RUNNING
             self.current = rec
@@ -630,6 +663,9 @@ class QueueCore(Generic[R]):
                 self.barrier = None
         else:
             raise ZLinkProtocolError("take_next", "SE-6.6", "nothing is ready")
+        if is_plain(rec):  # a plain work (untraced queues only)
+            self.current = rec
+            return rec
         resume = rec.phase == REQUEUED
         rec.phase = RUNNING
         self.current = rec
@@ -663,6 +699,113 @@ class QueueCore(Generic[R]):
         else:
             self.app_count -= 1
             self.app_bytes -= rec.nbytes
+
+    # ------------------------------------------------------------- plain lane
+    def admit_plain(self, work: object) -> bool:
+        """``admit`` of application work at the fixed reservation, for a work that gets
+        no record (the shell's ``post``): the same capacity rule (SE-6.3, SE-5.1, with
+        the same rejection), sequence number and drain flag (SE-6.5); the work itself
+        waits in the application line. Returns True when the caller must post a drain.
+
+        Refused on a traced queue (an observer is attached), whose every work must be
+        a record its trace can name: there the shell admits with ``admit``."""
+        config = self.config
+        if config.observer is not None or isinstance(work, WorkRecord):
+            raise ZLinkProtocolError(
+                "admit_plain", "SE-6.3", "a traced queue, or a record, takes admit")
+        nbytes = config.fixed_reservation
+        # ``rules.admission_verdict(...) is None`` written out, as in ``_place``; the
+        # property test holds admit_plain to admit.
+        if self.closed or self.app_count >= config.app_count_cap \
+                or self.app_bytes + nbytes > config.app_byte_cap:
+            self._reject(APPLICATION_LANE, nbytes, False)
+        self.app_count += 1
+        self.app_bytes += nbytes
+        self.next_seq += 1
+        line = self.app
+        if line is None:
+            line = self.app = deque()
+        line.append(work)  # type: ignore[arg-type]  # a plain work, see is_plain
+        if self.draining or self.drain_scheduled:
+            return False
+        self.drain_scheduled = True
+        return True
+
+    def finish_plain(self, work: object, outcome: int = COMPLETED) -> None:
+        """``finish`` of a plain work holding the turn: it gives back the fixed
+        reservation of the application lane (SE-5.2). ``outcome`` is the shell's to
+        report (a plain work has no handle and no trace event); a plain work is never
+        a zombie (the disposals promote plain works first)."""
+        if self.current is not work or isinstance(work, WorkRecord):
+            raise ZLinkProtocolError(
+                "finish_plain", "SE-6.7", "a plain work ends while it does not hold the turn")
+        self.current = None
+        self.app_count -= 1
+        self.app_bytes -= self.config.fixed_reservation
+
+    def promote_plain(self, make: Callable[[Any], R]) -> int:
+        """Turn every live plain work into a record, in place: the queued ones keep
+        their places in the application line and the turn holder keeps the turn.
+        ``make(work)`` builds the record (the shell's handle); the core sets its fields
+        as ``admit`` would have, with a fresh sequence number. Every place in the line
+        is numbered again in line order, so the line stays in sequence order
+        (``FifoWithinLane``). Returns how many works were promoted. Nothing about the
+        lane's counts changes: each plain work already held its reservation."""
+        promoted = 1 if self.promote_current(make) is not None else 0
+        app = self.app
+        if app is None or all(isinstance(r, WorkRecord) for r in app):
+            return promoted
+        fixed = self.config.fixed_reservation
+        line: deque[R] = deque()
+        for item in app:
+            seq = self.next_seq
+            self.next_seq = seq + 1
+            if isinstance(item, WorkRecord):
+                rec = item
+            else:
+                rec = make(item)
+                rec.wid = seq
+                rec.lane = APPLICATION_LANE
+                rec.barrier = rec.zombie = False
+                rec.nbytes = fixed
+                rec.phase = QUEUED
+                rec.resumes = 0
+                promoted += 1
+            rec.seq = seq
+            line.append(rec)
+        self.app = line
+        return promoted
+
+    def promote_current(self, make: Callable[[Any], R]) -> R | None:
+        """Turn the turn holder into a record if it is a plain work (a posted work that
+        returned a coroutine needs a handle to wait on); returns the new record, or
+        None when the turn holder is not plain."""
+        cur = self.current
+        if cur is None or isinstance(cur, WorkRecord):
+            return None
+        rec = make(cur)
+        seq = self.next_seq
+        self.next_seq = seq + 1
+        rec.wid = rec.seq = seq
+        rec.lane = APPLICATION_LANE
+        rec.barrier = rec.zombie = False
+        rec.nbytes = self.config.fixed_reservation
+        rec.phase = RUNNING
+        rec.resumes = 0
+        self.current = rec
+        return rec
+
+    def has_plain(self) -> bool:
+        """Some plain work is live (queued, or holding the turn)."""
+        if self.current is not None and not isinstance(self.current, WorkRecord):
+            return True
+        app = self.app
+        return app is not None and not all(isinstance(r, WorkRecord) for r in app)
+
+    def _require_records(self, op: str) -> None:
+        if self.has_plain():
+            raise ZLinkProtocolError(
+                op, "SE-6.3", "plain works are live: promote_plain them first")
 
     def yield_turn(self, rec: R) -> None:
         """The turn holder waits on an external call and gives the turn back (SE-6.7);
@@ -794,6 +937,7 @@ class QueueCore(Generic[R]):
         Only an open scope can be disposed safely."""
         if self.mode != MODE_OPEN:
             raise ZLinkProtocolError("dispose_safely", "SD-1", "the scope is already disposed")
+        self._require_records("dispose_safely")
         self.closed = True
         self.mode = MODE_SAFELY
         marked = [rec for rec in self.live_records() if not rec.zombie]
@@ -812,6 +956,7 @@ class QueueCore(Generic[R]):
         (D-8). Zombies are cancelled too."""
         if self.mode == MODE_CANCELLED:
             raise ZLinkProtocolError("dispose", "SD-1", "the scope is already cancelled")
+        self._require_records("dispose")
         self.closed = True
         self.mode = MODE_CANCELLED
         observer = self.config.observer
@@ -853,6 +998,7 @@ class QueueCore(Generic[R]):
         ``dispose`` does."""
         if self.mode != MODE_TIMEOUT:
             raise ZLinkProtocolError("expire_timeout", "SD-1", "no disposal timeout is running")
+        self._require_records("expire_timeout")
         self.mode = MODE_CANCELLED
         observer = self.config.observer
         if observer is not None:
