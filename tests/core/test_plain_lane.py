@@ -81,9 +81,11 @@ def _policy(cap: int, byte_cap: int, fixed: int, burst: int) -> ZLinkExecutionLa
         fixed_work_byte_cost=fixed, lifecycle_burst_limit=burst, owner_time_budget_ms=5)
 
 
-def _answer(fn: Any) -> object:
+def _answer(fn: Any, *args: Any) -> object:
+    """``fn(*args)``'s answer: its result (a work as its label), or the refusal."""
     try:
-        return ("ok", fn())
+        res = fn(*args)
+        return ("ok", label(res) if isinstance(res, Plain | Labelled) else res)
     except ZLinkClosedError:
         return ("closed",)
     except ZLinkRejectedError as err:
@@ -105,23 +107,23 @@ def test_SE_6_3_plain_lane_agrees_with_the_general_path(
     promoted = 0  # sequence numbers the promotions used
     for i, (op, arg) in enumerate(ops):
         if op == "post":
-            a = _answer(lambda: fast.admit_plain(Plain(i)))
-            b = _answer(lambda: general.admit(Labelled(i)))
+            a = _answer(fast.admit_plain, Plain(i))
+            b = _answer(general.admit, Labelled(i))
         elif op in ("life", "barrier", "payload"):
             lane = LIFECYCLE_LANE if op == "life" else APPLICATION_LANE
             payload = arg if op == "payload" else 0
-            a = _answer(lambda: fast.admit(Labelled(i), lane, payload, op == "barrier"))
-            b = _answer(lambda: general.admit(Labelled(i), lane, payload, op == "barrier"))
+            barrier = op == "barrier"
+            a = _answer(fast.admit, Labelled(i), lane, payload, barrier)
+            b = _answer(general.admit, Labelled(i), lane, payload, barrier)
         elif op == "enter":
-            a = _answer(lambda: fast.enter_drain(now))
-            b = _answer(lambda: general.enter_drain(now))
+            a = _answer(fast.enter_drain, now)
+            b = _answer(general.enter_drain, now)
         elif op in ("step", "fail"):
             if not general.draining:
                 continue
             outcome = FAILED if op == "fail" else COMPLETED
-            a = _answer(lambda: label(fast.next_step(now, fast.current, outcome) or Plain(-1)))
-            b = _answer(lambda: label(general.next_step(now, general.current, outcome)
-                                      or Plain(-1)))
+            a = _answer(fast.next_step, now, fast.current, outcome)
+            b = _answer(general.next_step, now, general.current, outcome)
         elif op == "tick":
             now += arg % 7
             continue
