@@ -599,12 +599,18 @@ class QueueCore(Generic[R]):
         written in; a property test holds the two equal. A plain ``prev`` ends by
         ``finish_plain``, and a plain head gets the turn as ``take_next`` gives it.
         """
+        config = self.config
         if prev is not None:
             if isinstance(prev, WorkRecord):
                 self.finish(prev, outcome)
+            elif self.current is prev:
+                # finish_plain written out for the hot path (the property test holds
+                # next_step to finish_plain's effect).
+                self.current = None
+                self.app_count -= 1
+                self.app_bytes -= config.fixed_reservation
             else:
-                self.finish_plain(prev, outcome)
-        config = self.config
+                self.finish_plain(prev, outcome)  # refused: not the turn holder
         if now - self.slice_started_at >= config.budget:  # rules.slice_expired
             self.end_slice(now)
             return None

@@ -88,8 +88,6 @@ PENDING = -1
 # A plain global: set and cleared around each synchronous call, cheaper than a
 # context variable, and only meaningful on the loop thread.
 _sync_current: WorkRecord | None = None
-# The plain work (``post``, no handle) that runs right now on the loop thread, if any.
-_plain_current: object = None
 # The record an async work belongs to, in that work's task context.
 _async_current: contextvars.ContextVar[ZLinkWorkHandle[Any] | None] = contextvars.ContextVar(
     "zlink_current_work", default=None
@@ -795,7 +793,10 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
         if cur is None or not self._rt.on_loop_thread():
             return False
         if is_plain(cur):
-            return _plain_current is cur
+            # A plain turn holder is always running right now, synchronously, on the
+            # loop thread (one that returns an awaitable is promoted before it waits):
+            # the caller on this thread is that work.
+            return True
         return _holder() is cur
 
     async def await_quiescence(self) -> None:
@@ -860,7 +861,7 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
         ``skew`` is how long this slice's drain role waited for its task to start; the
         core is given clock readings minus it, so the time budget counts the time the
         owner held the loop, not the time it waited behind other owners (D-13)."""
-        global _sync_current, _plain_current
+        global _sync_current
         if _async_current.get() is not None:
             # The drain role may have been posted from a work's task, whose context the
             # callback copied: the works run here are no children of that work.
@@ -872,14 +873,15 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
             def now() -> float:
                 return clock() - skew
         next_step = core.next_step
+        prev_plain = False  # prev is a plain work (post): it has no handle to settle
         while True:
             rec = next_step(now(), prev, outcome)
             if prev is not None:
                 # Settle after the reservation is released (inside next_step), so a
                 # waiter woken by it sees the room.
-                if not isinstance(prev, WorkRecord):  # a plain work: nothing to settle
+                if prev_plain:
                     if outcome != COMPLETED:
-                        self._plain_failed(prev, value)
+                        self._plain_failed(cast("Work", prev), value)
                     elif self._aux is not None:
                         self._after_end()
                 elif outcome == COMPLETED and prev._aux is None:
@@ -899,17 +901,15 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
             if not isinstance(rec, WorkRecord):
                 # A plain work (post): run it; it becomes a handle only if it turns out
                 # to need one (it returned an awaitable or a TurnHold).
-                _plain_current = rec
+                prev_plain = True
                 try:
                     result = rec()
                 except BaseException as exc:
-                    _plain_current = None
                     if not isinstance(exc, Exception):
                         self._hand_off(rec, FAILED, exc)
                         raise
                     prev, outcome, value = rec, FAILED, exc
                     continue
-                _plain_current = None
                 if result is None:
                     prev, outcome, value = rec, COMPLETED, None
                     continue
@@ -917,11 +917,13 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
                         type(result) is CoroutineType or hasattr(result, "__await__")):
                     prev, outcome, value = rec, COMPLETED, result
                     continue
+                prev_plain = False
                 rec = cast("ZLinkWorkHandle[Any]", self._core.promote_current(self._plain_record))
                 if type(result) is TurnHold:
                     result.handle.add_done_callback(partial(self._held_done, rec))
                     return None
                 return rec, result
+            prev_plain = False
             if rec.resumes:
                 # A resume permit: the suspended work continues on its own task.
                 permit = cast("asyncio.Future[None]", rec._extra().permit)
