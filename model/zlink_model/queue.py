@@ -76,7 +76,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Iterable
-from typing import Any, Final, Generic, NoReturn, Self, TypeVar
+from typing import Any, Final, Generic, NoReturn, Self, TypeVar, cast
 
 from .errors import RejectReason, ZLinkClosedError, ZLinkProtocolError, ZLinkRejectedError
 from .policy import ZLinkExecutionLanePolicy
@@ -280,7 +280,6 @@ class QueueCore(Generic[R]):
         "barrier",
         "closed",
         "config",
-        "current",
         "drain_scheduled",
         "draining",
         "life",
@@ -292,6 +291,7 @@ class QueueCore(Generic[R]):
         "slice_started_at",
         "streak",
         "suspended",
+        "turn_holder",
         "zombies",
     )
 
@@ -308,8 +308,11 @@ class QueueCore(Generic[R]):
         self.next_seq = 0
         self.drain_scheduled = False
         self.draining = False
-        self.current: R | None = None
-        self.slice_started_at: float = 0  # meaningful only while draining
+        # The turn holder: an ``R``, or a plain work (``admit_plain``) on an untraced
+        # queue; typed Any so that a compiled core does not check it for a record.
+        # ``current`` is the typed view of it.
+        self.turn_holder: Any = None
+        self.slice_started_at: float = 0.0  # meaningful only while draining
         self.streak = 0
         self.closed = False
         self.suspended: set[R] | None = None
@@ -320,6 +323,17 @@ class QueueCore(Generic[R]):
     def policy(self) -> ZLinkExecutionLanePolicy:
         """The injected limits (SE-6.1)."""
         return self.config.policy
+
+    @property
+    def current(self) -> R | None:
+        """The work holding the turn, if any. While a plain work (``admit_plain``) holds
+        it, this is that work (no record): read ``turn_holder``, typed Any, where that
+        can happen (a compiled core checks this property's type)."""
+        return self.turn_holder  # type: ignore[no-any-return]
+
+    @current.setter
+    def current(self, rec: R | None) -> None:
+        self.turn_holder = rec
 
     # ------------------------------------------------------------------ queries
     def has_ready(self) -> bool:
@@ -360,8 +374,8 @@ class QueueCore(Generic[R]):
         (records only: refused while a plain work is live, see ``promote_plain``)."""
         out = [*self.line(Source.BARRIER), *self.line(Source.LIFECYCLE)]
         out += [*self.line(Source.APPLICATION), *self.suspended_records()]
-        if self.current is not None:
-            out.append(self.current)
+        if self.turn_holder is not None:
+            out.append(self.turn_holder)
         return out
 
     # ------------------------------------------------------------ checkers only
@@ -387,10 +401,9 @@ class QueueCore(Generic[R]):
                 got = records[r] = r.copy()
             return got
 
-        cls = type(self)
-        new = cls.__new__(cls)
-        new.config = self.config
-        new.name = self.name
+        # Through the constructor (a compiled core has no bare __new__), then every
+        # field set below.
+        new = type(self)(self.config, self.name)
         new.app = None if self.app is None else deque(map(rec, self.app))
         new.life = None if self.life is None else deque(map(rec, self.life))
         new.barrier = None if self.barrier is None else deque(map(rec, self.barrier))
@@ -401,7 +414,7 @@ class QueueCore(Generic[R]):
         new.next_seq = self.next_seq
         new.drain_scheduled = self.drain_scheduled
         new.draining = self.draining
-        new.current = None if self.current is None else rec(self.current)
+        new.turn_holder = None if self.turn_holder is None else rec(self.turn_holder)
         new.slice_started_at = self.slice_started_at
         new.streak = self.streak
         new.closed = self.closed
@@ -587,12 +600,13 @@ class QueueCore(Generic[R]):
             observer(self.name, "enter_drain", {"now": now})
 
     def next_step(
-        self, now: float, prev: R | None = None, outcome: int = COMPLETED
-    ) -> R | None:
+        self, now: float, prev: Any = None, outcome: int = COMPLETED
+    ) -> Any:
         """The drain loop's step after each turn: ``finish`` the previous turn holder
         (if given), then end the slice, leave the drain, or take the next item.
-        Returns the item given the turn, or None when the drain left (after
-        ``end_slice`` or ``exit_drain``).
+        Returns the item given the turn (an ``R``, or a plain work on an untraced
+        queue: typed Any for that), or None when the drain left (after ``end_slice`` or
+        ``exit_drain``).
 
         The branch for "only application work is ready" is ``take_next`` with the
         answer ``rules.select_next`` gives for that case (APPLICATION, streak 0)
@@ -602,11 +616,11 @@ class QueueCore(Generic[R]):
         config = self.config
         if prev is not None:
             if isinstance(prev, WorkRecord):
-                self.finish(prev, outcome)
-            elif self.current is prev:
+                self.finish(prev, outcome)  # type: ignore[arg-type]
+            elif self.turn_holder is prev:
                 # finish_plain written out for the hot path (the property test holds
                 # next_step to finish_plain's effect).
-                self.current = None
+                self.turn_holder = None
                 self.app_count -= 1
                 self.app_bytes -= config.fixed_reservation
             else:
@@ -614,19 +628,19 @@ class QueueCore(Generic[R]):
         if now - self.slice_started_at >= config.budget:  # rules.slice_expired
             self.end_slice(now)
             return None
-        app = self.app
+        app: deque[Any] | None = self.app  # Any: it may hold plain works
         if app is not None and self.life is None and self.barrier is None and self.draining \
-                and self.current is None:
+                and self.turn_holder is None:
             rec = app.popleft()
             if not app:
                 self.app = None
             self.streak = 0
             if not isinstance(rec, WorkRecord):  # a plain work: no record, no observer
-                self.current = rec
+                self.turn_holder = rec
                 return rec
             resume = rec.phase == REQUEUED
             rec.phase = RUNNING
-            self.current = rec
+            self.turn_holder = rec
             observer = config.observer
             if observer is not None:
                 observer(self.name, "take_next", {
@@ -637,17 +651,23 @@ class QueueCore(Generic[R]):
         if app is None and self.life is None and self.barrier is None:
             self.exit_drain(now)
             return None
-        return self.take_next(now)
+        return self._take_next(now)
 
     def take_next(self, now: float) -> R:
         """Give the turn to the next item (SE-6.6). A resume permit gives it back to its
         suspended work (SE-6.7)."""
-        if not self.draining or self.current is not None:
+        return self._take_next(now)  # type: ignore[no-any-return]
+
+    def _take_next(self, now: float) -> Any:
+        # take_next, which may also give the turn to a plain work (``next_step`` on an
+        # untraced queue): typed Any so that a compiled core does not check for a record.
+        if not self.draining or self.turn_holder is not None:
             raise ZLinkProtocolError("take_next", "SE-6.6", "not draining, or a turn is held")
         config = self.config
         if slice_expired(now, self.slice_started_at, config.budget):
             raise ZLinkProtocolError("take_next", "SE-6.4", "the slice's time budget is used")
-        app, life, barrier = self.app, self.life, self.barrier
+        app: deque[Any] | None = self.app  # Any: it may hold plain works
+        life, barrier = self.life, self.barrier
         source, self.streak = select_next(
             len(barrier) if barrier else 0,
             len(life) if life else 0,
@@ -655,6 +675,7 @@ class QueueCore(Generic[R]):
             self.streak,
             config.burst_limit,
         )
+        rec: Any
         if source is Source.APPLICATION:
             rec = app.popleft()  # type: ignore[union-attr]
             if not app:
@@ -670,11 +691,11 @@ class QueueCore(Generic[R]):
         else:
             raise ZLinkProtocolError("take_next", "SE-6.6", "nothing is ready")
         if is_plain(rec):  # a plain work (untraced queues only)
-            self.current = rec
+            self.turn_holder = rec
             return rec
         resume = rec.phase == REQUEUED
         rec.phase = RUNNING
-        self.current = rec
+        self.turn_holder = rec
         observer = config.observer
         if observer is not None:
             observer(self.name, "take_next", {
@@ -685,11 +706,11 @@ class QueueCore(Generic[R]):
 
     def finish(self, rec: R, outcome: int = COMPLETED) -> None:
         """The turn holder ended; release its reservation (SE-5.2)."""
-        if self.current is not rec:
+        if self.turn_holder is not rec:
             raise ZLinkProtocolError(
                 "finish", "SE-6.7", f"work {_wid(rec)} ends while it does not hold the turn"
             )
-        self.current = None
+        self.turn_holder = None
         self._release(rec)
         observer = self.config.observer
         if observer is not None:
@@ -742,10 +763,10 @@ class QueueCore(Generic[R]):
         reservation of the application lane (SE-5.2). ``outcome`` is the shell's to
         report (a plain work has no handle and no trace event); a plain work is never
         a zombie (the disposals promote plain works first)."""
-        if self.current is not work or isinstance(work, WorkRecord):
+        if self.turn_holder is not work or isinstance(work, WorkRecord):
             raise ZLinkProtocolError(
                 "finish_plain", "SE-6.7", "a plain work ends while it does not hold the turn")
-        self.current = None
+        self.turn_holder = None
         self.app_count -= 1
         self.app_bytes -= self.config.fixed_reservation
 
@@ -759,11 +780,12 @@ class QueueCore(Generic[R]):
         lane's counts changes: each plain work already held its reservation."""
         promoted = 1 if self.promote_current(make) is not None else 0
         app = self.app
-        if app is None or all(isinstance(r, WorkRecord) for r in app):
+        items: deque[Any] | None = app
+        if items is None or all(isinstance(r, WorkRecord) for r in items):
             return promoted
         fixed = self.config.fixed_reservation
         line: deque[R] = deque()
-        for item in app:
+        for item in items:
             seq = self.next_seq
             self.next_seq = seq + 1
             if isinstance(item, WorkRecord):
@@ -778,7 +800,7 @@ class QueueCore(Generic[R]):
                 rec.resumes = 0
                 promoted += 1
             rec.seq = seq
-            line.append(rec)
+            line.append(cast(R, rec))
         self.app = line
         return promoted
 
@@ -786,7 +808,7 @@ class QueueCore(Generic[R]):
         """Turn the turn holder into a record if it is a plain work (a posted work that
         returned a coroutine needs a handle to wait on); returns the new record, or
         None when the turn holder is not plain."""
-        cur = self.current
+        cur = self.turn_holder
         if cur is None or isinstance(cur, WorkRecord):
             return None
         rec = make(cur)
@@ -798,15 +820,16 @@ class QueueCore(Generic[R]):
         rec.nbytes = self.config.fixed_reservation
         rec.phase = RUNNING
         rec.resumes = 0
-        self.current = rec
+        self.turn_holder = rec
         return rec
 
     def has_plain(self) -> bool:
         """Some plain work is live (queued, or holding the turn)."""
-        if self.current is not None and not isinstance(self.current, WorkRecord):
+        if self.turn_holder is not None and not isinstance(self.turn_holder, WorkRecord):
             return True
         app = self.app
-        return app is not None and not all(isinstance(r, WorkRecord) for r in app)
+        items: deque[Any] | None = app
+        return items is not None and not all(isinstance(r, WorkRecord) for r in items)
 
     def _require_records(self, op: str) -> None:
         if self.has_plain():
@@ -816,14 +839,14 @@ class QueueCore(Generic[R]):
     def yield_turn(self, rec: R) -> None:
         """The turn holder waits on an external call and gives the turn back (SE-6.7);
         it keeps its reservation (decision D-2)."""
-        if self.current is not rec:
+        if self.turn_holder is not rec:
             raise ZLinkProtocolError(
                 "yield_turn", "SE-6.7", f"work {_wid(rec)} yields a turn it does not hold"
             )
         if not self.config.yield_allowed:
             # The shell checks first and raises the caller's error; a second line here.
             raise ZLinkProtocolError("yield_turn", "SE-4.1", "this owner offers no Yield")
-        self.current = None
+        self.turn_holder = None
         rec.phase = SUSPENDED
         if self.suspended is None:
             self.suspended = set()
@@ -903,12 +926,12 @@ class QueueCore(Generic[R]):
     def end_slice(self, now: float) -> None:
         """The time budget is used (SE-6.4): leave the drain; if work is ready, schedule
         the next slice in the same step, so no submitter can schedule a second one."""
-        if not self.draining or self.current is not None:
+        if not self.draining or self.turn_holder is not None:
             raise ZLinkProtocolError("end_slice", "SE-6.6", "not draining, or a turn is held")
         if not slice_expired(now, self.slice_started_at, self.config.budget):
             raise ZLinkProtocolError("end_slice", "SE-6.4", "the time budget is not used yet")
         self.draining = False
-        self.slice_started_at = 0
+        self.slice_started_at = 0.0
         reschedule = bool(self.barrier or self.life or self.app)
         self.drain_scheduled = reschedule
         observer = self.config.observer
@@ -917,12 +940,12 @@ class QueueCore(Generic[R]):
 
     def exit_drain(self, now: float) -> None:
         """Nothing is ready: leave the drain (SE-6.6)."""
-        if not self.draining or self.current is not None:
+        if not self.draining or self.turn_holder is not None:
             raise ZLinkProtocolError("exit_drain", "SE-6.6", "not draining, or a turn is held")
         if self.barrier or self.life or self.app:
             raise ZLinkProtocolError("exit_drain", "SE-6.5", "work is ready; leaving would lose it")
         self.draining = False
-        self.slice_started_at = 0
+        self.slice_started_at = 0.0
         observer = self.config.observer
         if observer is not None:
             observer(self.name, "exit_drain", {"now": now})

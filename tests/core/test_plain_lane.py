@@ -27,7 +27,7 @@ from zlink_model.queue import (
     WorkRecord,
     is_plain,
 )
-from zlink_model.rules import APPLICATION_LANE, LIFECYCLE_LANE
+from zlink_model.rules import APPLICATION_LANE, LIFECYCLE_LANE, Source
 from zlink_model.vocabulary import EVENTS, PLAIN_TRANSITIONS
 
 
@@ -62,7 +62,7 @@ def state(core: QueueCore[Any]) -> tuple[object, ...]:
     return (
         core.app_count, core.app_bytes, core.life_count, core.life_bytes,
         core.drain_scheduled, core.draining, core.streak, core.closed,
-        None if core.current is None else label(core.current),
+        None if core.turn_holder is None else label(core.turn_holder),
         tuple(tuple(label(r) for r in line) if line else ()
               for line in (core.barrier, core.life, core.app)),
     )
@@ -122,7 +122,7 @@ def test_SE_6_3_plain_lane_agrees_with_the_general_path(
             if not general.draining:
                 continue
             outcome = FAILED if op == "fail" else COMPLETED
-            a = _answer(fast.next_step, now, fast.current, outcome)
+            a = _answer(fast.next_step, now, fast.turn_holder, outcome)
             b = _answer(general.next_step, now, general.current, outcome)
         elif op == "tick":
             now += arg % 7
@@ -168,7 +168,7 @@ def test_SE_6_3_record_queries_wait_for_promotion_while_plain_works_are_live() -
     core.admit(Labelled(0))
     core.admit_plain(Plain(1))
     core.admit(Labelled(2))
-    for query in (lambda: core.line(2), core.live_records, core.copy, core.dispose,
+    for query in (lambda: core.line(Source.APPLICATION), core.live_records, core.copy, core.dispose,
                   core.dispose_safely):
         with pytest.raises(ZLinkProtocolError, match="promote_plain"):
             query()
@@ -192,7 +192,7 @@ def test_SE_6_7_a_plain_turn_holder_is_promoted_alone_and_ends_as_a_record() -> 
     with pytest.raises(ZLinkProtocolError, match="finish_plain"):
         core.finish_plain(Plain(9))
     rec = core.promote_current(lambda w: Labelled(label(w)))
-    assert rec is not None and core.current is rec and rec.index == 0
+    assert rec is not None and core.turn_holder is rec and rec.index == 0
     assert core.has_plain()  # work 1 still waits as itself
     nxt = core.next_step(0, rec)
     assert is_plain(nxt) and label(nxt) == 1

@@ -413,7 +413,7 @@ class QueueStatistics:
         self.lifecycle_bytes = core.life_bytes
         # Lengths, not ``line``: a line may hold plain works (``post``).
         self.ready = sum(len(line) for line in (core.barrier, core.life, core.app) if line)
-        self.running = core.current is not None
+        self.running = core.turn_holder is not None
         self.suspended = len(core.suspended) if core.suspended else 0
         self.drain_scheduled = core.drain_scheduled
         self.draining = core.draining
@@ -789,7 +789,7 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
     # ------------------------------------------------------------------ state
     def is_current(self) -> bool:
         """True when the caller is work holding this queue's turn (SE-6.2)."""
-        cur = self._core.current
+        cur = self._core.turn_holder
         if cur is None or not self._rt.on_loop_thread():
             return False
         if is_plain(cur):
@@ -875,7 +875,7 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
         next_step = core.next_step
         prev_plain = False  # prev is a plain work (post): it has no handle to settle
         while True:
-            rec = next_step(now(), prev, outcome)
+            rec: ZLinkWorkHandle[Any] | None = next_step(now(), prev, outcome)
             if prev is not None:
                 # Settle after the reservation is released (inside next_step), so a
                 # waiter woken by it sees the room.
