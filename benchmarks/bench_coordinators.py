@@ -1,13 +1,15 @@
 """PerActor vs SpotWide throughput, and memory per idle Actor queue, next to the
 Task-per-owner peer measured in the same run.
 
-    python benchmarks/bench_coordinators.py            # 1,000 actors x 200, 100,000 actors
+    python benchmarks/bench_coordinators.py            # 100 actors x 200, 100,000 actors
     python benchmarks/bench_coordinators.py --quick    # small sizes
 
 Throughput: every actor of one Spot gets ``items`` synchronous works through
 ``execute_actor``; the time runs until the Spot is quiescent. The peer runs the same
-number of owners and items as one Task per owner reading an ``asyncio.Queue``. Ratios are
-peer_time / our_time (above 1: the Spot is faster). Memory: ``actors`` Actors each run
+number of owners and items as one Task per owner reading an ``asyncio.Queue``, and
+learns the end the same way as the queue benchmark (the last item of each owner counts
+down a latch). Runs are interleaved; ratios are peer_time / our_time (above 1: the Spot
+is faster), median and (min..max) over the repetitions. Memory: ``actors`` Actors each run
 one work in one PerActor Spot and are idle again; bytes per Actor queue, map entries
 included, actor ids excluded (they exist before the Spot).
 """
@@ -28,7 +30,7 @@ from zlink_reference import (
     ZLinkUserSpotExecutionMode,
 )
 
-from bench_queue import TaskPerOwner, sync_item
+from bench_queue import Latch, Peer, sync_item
 
 BIG = ZLinkExecutionLanePolicy(
     application_message_capacity=10_000_000, application_byte_capacity=1 << 60
@@ -37,26 +39,31 @@ BIG = ZLinkExecutionLanePolicy(
 
 async def spot_run(mode: ZLinkUserSpotExecutionMode, actors: list[str], items: int) -> float:
     spot = ZLinkSpotSerialExecutor("bench", mode=mode, policy=BIG, actor_policy=BIG)
+    latch = Latch(len(actors))
     t0 = time.perf_counter()
     execute = spot.execute_actor
     for actor in actors:
-        for _ in range(items):
+        for _ in range(items - 1):
             execute(actor, sync_item)
-    await spot.await_quiescence()
+        execute(actor, latch.down)
+    await latch.fut
     dt = time.perf_counter() - t0
+    await spot.await_quiescence()
     spot.close()
     return dt
 
 
 async def peer_run(owners: int, items: int) -> float:
-    peers = [TaskPerOwner() for _ in range(owners)]
+    peers = [Peer() for _ in range(owners)]
     await asyncio.sleep(0)
+    latch = Latch(owners)
     t0 = time.perf_counter()
     for p in peers:
-        for _ in range(items):
-            p.submit(sync_item)
-    for p in peers:
-        await p.quiesce()
+        submit = p.submitter()
+        for _ in range(items - 1):
+            submit(sync_item)
+        submit(latch.down)
+    await latch.fut
     dt = time.perf_counter() - t0
     for p in peers:
         p.stop()
@@ -82,7 +89,7 @@ async def actor_queue_memory(n: int) -> float:
 
 
 async def run(args: argparse.Namespace) -> int:
-    owners, items = (100, 20) if args.quick else (1000, 200)
+    owners, items = (100, 20) if args.quick else (100, 200)
     reps = 3 if args.quick else args.repeat
     actors = [f"a{i}" for i in range(owners)]
     per, wide, peer = [], [], []
@@ -92,8 +99,12 @@ async def run(args: argparse.Namespace) -> int:
         peer.append(await peer_run(owners, items))
     mp, mw, mk = statistics.median(per), statistics.median(wide), statistics.median(peer)
     label = f"{owners:,} actors x {items:,}"
-    print(f"{'PerActor ' + label:34s} {mp * 1e3:9.1f} ms   peer/ours {mk / mp:5.2f}x", flush=True)
-    print(f"{'SpotWide ' + label:34s} {mw * 1e3:9.1f} ms   peer/ours {mk / mw:5.2f}x", flush=True)
+    n = owners * items
+    for name, times, med in (("PerActor", per, mp), ("SpotWide", wide, mw)):
+        ratios = [k / t for k, t in zip(peer, times, strict=True)]
+        print(f"{name + ' ' + label:34s} {med * 1e3:9.1f} ms ({med / n * 1e6:5.1f} us/item)"
+              f"   peer/ours {statistics.median(ratios):5.2f}x "
+              f"({min(ratios):.2f}..{max(ratios):.2f})", flush=True)
     print(f"{'Task-per-owner peer ' + label:34s} {mk * 1e3:9.1f} ms", flush=True)
     n_mem = 5_000 if args.quick else 100_000
     mem = await actor_queue_memory(n_mem)
@@ -107,7 +118,7 @@ def main() -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     ap.add_argument("--quick", action="store_true", help="small sizes (a smoke run)")
-    ap.add_argument("--repeat", type=int, default=3, help="interleaved repetitions (default 3)")
+    ap.add_argument("--repeat", type=int, default=7, help="interleaved repetitions (default 7)")
     return asyncio.run(run(ap.parse_args()))
 
 

@@ -1,14 +1,28 @@
-"""Throughput and memory of ZLinkSerialExecutionQueue against a Task-per-owner peer.
+"""Throughput and memory of ZLinkSerialExecutionQueue against a Task-per-owner peer and
+a bare lower bound, all measured in one process, interleaved.
 
-The peer is the usual asyncio shape: one Task per owner reading its own
-``asyncio.Queue`` and running each item. Both sides run the same scenarios in the same
-process, interleaved (ours, peer, ours, peer, ...), and the script prints medians and
-the ratio peer_time / our_time (above 1 means the serial queue is faster). Absolute
-numbers drift between runs on a shared machine; the ratios are what the targets are
-about.
+Sides (each runs every shape; the order rotates every repetition):
 
-    python benchmarks/bench_queue.py            # full sizes
-    python benchmarks/bench_queue.py --quick    # small sizes, a smoke run
+* ``enqueue``: ours, ``queue.enqueue(work)``; the handle it returns is dropped at once,
+  as a caller that does not wait for the work drops it.
+* ``post``: ours, ``queue.post(work)``, the handle-less lane (nothing is returned).
+* ``peer``: the usual asyncio shape, one Task per owner reading its own
+  ``asyncio.Queue`` (``put_nowait`` / ``await get()``; no ``task_done``/``join``).
+* ``bound``: a bare deque and a draining flag, the drain posted with ``call_soon``: no
+  capacity, no time budget, no lanes. Nothing that keeps a queue's rules can do less per
+  item in Python, so ``bound / peer`` is how far from the limit we are.
+
+Every side learns that its owners are done the same way: the last item of each owner
+counts down a shared latch, and the run ends when the latch reaches zero. No side
+registers a waiter before its drain runs, and none pays for a ``join``.
+
+Printed per shape: each side's median time, and ``x / peer`` = peer time / that side's
+time (above 1: faster than the peer), with the spread (min..max) of the per-repetition
+ratios. Absolute times drift on a shared machine; the ratios taken in one run do not.
+
+    python benchmarks/bench_queue.py              # full sizes, 11 repetitions
+    python benchmarks/bench_queue.py --quick      # small sizes, 3 repetitions
+    python benchmarks/bench_queue.py --repeat 15
 """
 
 from __future__ import annotations
@@ -20,6 +34,7 @@ import statistics
 import sys
 import time
 import tracemalloc
+from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -30,42 +45,100 @@ BIG = ZLinkExecutionLanePolicy(
     application_message_capacity=10_000_000, application_byte_capacity=1 << 60
 )
 
+Item = Callable[[], Any]
+
 
 def sync_item() -> None:
     return None
 
 
-async def async_item() -> None:
+async def async_never_suspends() -> None:
     return None
 
 
-# --------------------------------------------------------------------------- peer
-class TaskPerOwner:
-    """One asyncio Task per owner, reading an asyncio.Queue (the peer)."""
+async def async_awaits_once() -> None:
+    await asyncio.sleep(0)
+
+
+class Latch:
+    """Counts owners down; the future is done when the last one finished."""
+
+    __slots__ = ("fut", "left")
+
+    def __init__(self, n: int) -> None:
+        self.left = n
+        self.fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def down(self) -> None:
+        self.left -= 1
+        if self.left == 0:
+            self.fut.set_result(None)
+
+
+# --------------------------------------------------------------------------- sides
+class Peer:
+    """One asyncio Task per owner, reading an asyncio.Queue."""
 
     __slots__ = ("queue", "task")
 
     def __init__(self) -> None:
-        self.queue: asyncio.Queue[Callable[[], Any]] = asyncio.Queue()
+        self.queue: asyncio.Queue[Item] = asyncio.Queue()
         self.task = asyncio.get_running_loop().create_task(self._run())
 
     async def _run(self) -> None:
-        q = self.queue
+        get = self.queue.get
         while True:
-            item = await q.get()
-            r = item()
+            r = (await get())()
             if r is not None:
                 await r
-            q.task_done()
 
-    def submit(self, item: Callable[[], Any]) -> None:
-        self.queue.put_nowait(item)
-
-    async def quiesce(self) -> None:
-        await self.queue.join()
+    def submitter(self) -> Callable[[Item], None]:
+        return self.queue.put_nowait
 
     def stop(self) -> None:
         self.task.cancel()
+
+
+class Bound:
+    """The lower bound: a deque, a draining flag, the drain posted with call_soon; an
+    awaitable result moves the drain into a task that awaits it and drains on."""
+
+    __slots__ = ("draining", "items", "loop")
+
+    def __init__(self) -> None:
+        self.items: deque[Item] = deque()
+        self.draining = False
+        self.loop = asyncio.get_running_loop()
+
+    def submit(self, item: Item) -> None:
+        self.items.append(item)
+        if not self.draining:
+            self.draining = True
+            self.loop.call_soon(self._drain)
+
+    def submitter(self) -> Callable[[Item], None]:
+        return self.submit
+
+    def _drain(self) -> None:
+        items = self.items
+        while items:
+            r = items.popleft()()
+            if r is not None:
+                self.loop.create_task(self._drive(r))
+                return
+        self.draining = False
+
+    async def _drive(self, aw: Awaitable[Any]) -> None:
+        await aw
+        items = self.items
+        while items:
+            r = items.popleft()()
+            if r is not None:
+                await r
+        self.draining = False
+
+    def stop(self) -> None:
+        pass
 
 
 _shared: dict[asyncio.AbstractEventLoop, tuple[QueueRuntime, QueueConfig]] = {}
@@ -79,9 +152,9 @@ def _runtime_and_config() -> tuple[QueueRuntime, QueueConfig]:
     return _shared[loop]
 
 
-class Ours:
-    """ZLinkSerialExecutionQueue; owners share one runtime and one config, as the queues
-    of a coordinator do."""
+class Enqueue:
+    """Ours through ``enqueue``; owners share one runtime and config, as a coordinator's
+    queues do. The handle is dropped."""
 
     __slots__ = ("queue",)
 
@@ -89,79 +162,78 @@ class Ours:
         rt, config = _runtime_and_config()
         self.queue = ZLinkSerialExecutionQueue(runtime=rt, config=config)
 
-    def submit(self, item: Callable[[], Any]) -> None:
-        self.queue.enqueue(item)
-
-    async def quiesce(self) -> None:
-        await self.queue.await_quiescence()
+    def submitter(self) -> Callable[[Item], None]:
+        return self.queue.enqueue
 
     def stop(self) -> None:
         self.queue.close()
 
 
-Owner = Any
+class Post(Enqueue):
+    """Ours through the handle-less ``post``."""
+
+    __slots__ = ()
+
+    def submitter(self) -> Callable[[Item], None]:
+        return self.queue.post
 
 
-async def burst(
-    make: Callable[[], Owner], owners: int, items: int, item: Callable[[], Any]
-) -> float:
+SIDES: dict[str, Callable[[], Any]] = {
+    "enqueue": Enqueue, "post": Post, "peer": Peer, "bound": Bound}
+
+
+# --------------------------------------------------------------------------- shapes
+async def burst(make: Callable[[], Any], owners: int, items: int, rounds: int,
+                item: Item) -> float:
+    """``rounds`` times: ``items`` works to each of ``owners`` owners, back to back;
+    wait until every owner ran its last."""
     qs = [make() for _ in range(owners)]
+    subs = [q.submitter() for q in qs]
     await asyncio.sleep(0)
-    t0 = time.perf_counter()
-    for q in qs:
-        submit = q.submit
-        for _ in range(items):
-            submit(item)
-    for q in qs:
-        await q.quiesce()
-    dt = time.perf_counter() - t0
-    for q in qs:
-        q.stop()
-    await asyncio.sleep(0)
-    return dt
-
-
-async def empty_each_time(make: Callable[[], Owner], owners: int, rounds: int) -> float:
-    """Every item lands in an empty queue: submit one per owner, let them all run."""
-    qs = [make() for _ in range(owners)]
-    await asyncio.sleep(0)
-    t0 = time.perf_counter()
+    total = 0.0
     for _ in range(rounds):
-        for q in qs:
-            q.submit(sync_item)
-        for q in qs:
-            await q.quiesce()
-    dt = time.perf_counter() - t0
+        latch = Latch(owners)
+        down = latch.down
+        t0 = time.perf_counter()
+        for submit in subs:
+            for _ in range(items - 1):
+                submit(item)
+            submit(down)
+        await latch.fut
+        total += time.perf_counter() - t0
     for q in qs:
         q.stop()
     await asyncio.sleep(0)
-    return dt
+    return total
 
 
-async def idle_memory(side: str, owners: int) -> float:
-    """Bytes per idle owner: owners that each ran one work and are idle again. Only
-    each side's own structures are counted (no benchmark wrapper objects): ours, a
-    ZLinkSerialExecutionQueue sharing its runtime and config with the others, as a
-    coordinator's queues do; the peer, an asyncio.Queue and the Task reading it."""
+async def idle_memory(side: str, owners: int, *, shared: bool) -> float:
+    """Bytes per idle owner: owners that each ran one work and are idle again, only each
+    side's own structures counted. Ours either shares one runtime and config (as a
+    coordinator's queues do) or is built by the default constructor (what a user
+    writes); the peer keeps an asyncio.Queue and the Task reading it."""
     gc.collect()
     tracemalloc.start()
     base = tracemalloc.get_traced_memory()[0]
+    latch = Latch(owners)
+    keep: list[Any]
     if side == "ours":
-        rt, config = _runtime_and_config()
-        queues = [ZLinkSerialExecutionQueue(runtime=rt, config=config) for _ in range(owners)]
+        if shared:
+            rt, config = _runtime_and_config()
+            queues = [ZLinkSerialExecutionQueue(runtime=rt, config=config)
+                      for _ in range(owners)]
+        else:
+            queues = [ZLinkSerialExecutionQueue() for _ in range(owners)]
         for q in queues:
-            q.enqueue(sync_item)
-        for q in queues:
-            await q.await_quiescence()
-        keep: list[Any] = queues
+            q.enqueue(latch.down)
+        keep = queues
     else:
-        peers = [TaskPerOwner() for _ in range(owners)]
+        peers = [Peer() for _ in range(owners)]
         for p in peers:
-            p.submit(sync_item)
-        for p in peers:
-            await p.quiesce()
+            p.queue.put_nowait(latch.down)
         keep = [(p.queue, p.task) for p in peers]
         del peers
+    await latch.fut
     await asyncio.sleep(0)
     gc.collect()
     used = tracemalloc.get_traced_memory()[0] - base
@@ -169,47 +241,65 @@ async def idle_memory(side: str, owners: int) -> float:
     if side != "ours":
         for _, task in keep:
             task.cancel()
+    else:
+        for q in keep:
+            q.close()
     del keep
     await asyncio.sleep(0)
     return used / owners
 
 
-Scenario = tuple[str, Callable[[Callable[[], Owner]], Awaitable[float]], str]
+Shape = tuple[str, Callable[[Callable[[], Any]], Awaitable[float]]]
 
 
-def scenarios(scale: float) -> list[Scenario]:
-    n1 = int(200_000 * scale)
-    n2 = max(1, int(200 * scale))
-    owners = 1000
+def shapes(quick: bool) -> list[Shape]:
+    rounds = 3 if quick else 40
+    many = 2 if quick else 4
     return [
-        (f"sync burst 1 x {n1:,}", lambda m: burst(m, 1, n1, sync_item), "time"),
-        (f"sync burst {owners:,} x {n2:,}", lambda m: burst(m, owners, n2, sync_item), "time"),
-        (f"async burst 1 x {n1:,}", lambda m: burst(m, 1, n1, async_item), "time"),
-        (f"async burst {owners:,} x {n2:,}", lambda m: burst(m, owners, n2, async_item), "time"),
-        (f"into empty queue {owners:,} x {n2:,}",
-         lambda m: empty_each_time(m, owners, n2), "time"),
+        (f"sync burst, 1 owner x 1,000 (x{rounds})",
+         lambda m: burst(m, 1, 1000, rounds, sync_item)),
+        (f"sync burst, 100 owners x 1,000 (x{many})",
+         lambda m: burst(m, 100, 1000, many, sync_item)),
+        (f"async never suspends, 1 x 1,000 (x{rounds})",
+         lambda m: burst(m, 1, 1000, rounds, async_never_suspends)),
+        (f"async awaits once, 1 x 1,000 (x{rounds})",
+         lambda m: burst(m, 1, 1000, rounds, async_awaits_once)),
+        (f"into empty queue, 1,000 owners x 1 (x{rounds})",
+         lambda m: burst(m, 1000, 1, rounds, sync_item)),
     ]
 
 
+def _spread(ratios: list[float]) -> str:
+    return f"{statistics.median(ratios):5.2f}x ({min(ratios):.2f}..{max(ratios):.2f})"
+
+
 async def run(args: argparse.Namespace) -> int:
-    scale = 0.05 if args.quick else 1.0
     reps = 3 if args.quick else args.repeat
-    rows = []
-    for name, fn, _ in scenarios(scale):
-        ours: list[float] = []
-        peer: list[float] = []
-        for _ in range(reps):
-            ours.append(await fn(Ours))
-            peer.append(await fn(TaskPerOwner))
-        mo, mp = statistics.median(ours), statistics.median(peer)
-        rows.append((name, mo, mp, mp / mo))
-        print(f"{name:32s} ours {mo*1e3:9.1f} ms   peer {mp*1e3:9.1f} ms   ratio {mp/mo:5.2f}x",
-              flush=True)
+    sides = [s for s in args.sides.split(",") if s]
+    print(f"python {sys.version.split()[0]}, {reps} interleaved repetitions, "
+          f"sides {', '.join(sides)}; ratios = peer time / side time, median (min..max)",
+          flush=True)
+    gc.collect()
+    for name, fn in shapes(args.quick):
+        times: dict[str, list[float]] = {s: [] for s in sides}
+        for rep in range(reps):
+            order = sides[rep % len(sides):] + sides[:rep % len(sides)]
+            for side in order:
+                times[side].append(await fn(SIDES[side]))
+        parts = []
+        for side in sides:
+            if side == "peer":
+                continue
+            ratios = [p / t for p, t in zip(times["peer"], times[side], strict=True)]
+            parts.append(f"{side}/peer {_spread(ratios)}")
+        peer_ms = statistics.median(times["peer"]) * 1e3
+        print(f"{name:44s} peer {peer_ms:8.1f} ms  " + "  ".join(parts), flush=True)
     n_mem = 5_000 if args.quick else 100_000
-    mem_ours = await idle_memory("ours", n_mem)
-    mem_peer = await idle_memory("peer", n_mem)
-    print(f"{'idle owner memory x ' + format(n_mem, ','):32s} ours {mem_ours:9.0f} B    "
-          f"peer {mem_peer:9.0f} B    ratio {mem_peer/mem_ours:5.2f}x", flush=True)
+    peer_mem = await idle_memory("peer", n_mem, shared=True)
+    shared_mem = await idle_memory("ours", n_mem, shared=True)
+    alone_mem = await idle_memory("ours", n_mem, shared=False)
+    print(f"idle owner x {n_mem:,}: shared runtime {shared_mem:.0f} B, default constructor "
+          f"{alone_mem:.0f} B, peer {peer_mem:.0f} B", flush=True)
     return 0
 
 
@@ -218,8 +308,13 @@ def main() -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     ap.add_argument("--quick", action="store_true", help="small sizes (a smoke run)")
-    ap.add_argument("--repeat", type=int, default=5, help="interleaved repetitions (default 5)")
+    ap.add_argument("--repeat", type=int, default=11,
+                    help="interleaved repetitions (default 11)")
+    ap.add_argument("--sides", default="enqueue,post,peer,bound",
+                    help="comma-separated sides to run (peer is always needed)")
     args = ap.parse_args()
+    if "peer" not in args.sides.split(","):
+        ap.error("--sides must include peer: every ratio is taken against it")
     return asyncio.run(run(args))
 
 

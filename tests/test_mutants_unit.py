@@ -29,6 +29,7 @@ KILLER = {
     "capacity_off_by_one": "test_SE_5_1_each_capacity_axis_rejects_exactly_at_its_limit",
     "fifo_swap": "test_SE_6_6_fifo_within_the_application_lane",
     "time_budget_ignored": "test_SE_6_4_slice_ends_when_the_time_budget_is_used",
+    "post_capacity_off_by_one": "test_SE_5_1_post_rejects_exactly_at_its_limit_like_enqueue",
 }
 
 

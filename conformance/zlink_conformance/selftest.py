@@ -74,6 +74,9 @@ UNOBSERVABLE: Final[Mapping[str, str]] = {
         "every coordinator refuses new work itself once closed (SE-6.2), before a queue "
         "sees it, and no protocol command closes a queue while its coordinator stays "
         "open; the queue's own closed check is a second line the core machine kills"),
+    "post_capacity_off_by_one": (
+        "no protocol command submits through post (the handle-less lane of an untraced "
+        "queue); the runtime machine's post rule and the unit tests kill it"),
 }
 _LABEL = re.compile(r"\[(?:model )?(?:[A-Za-z]+ )?((?:SE|SD|D)-[0-9.]+)\]")
 # A runtime's own guard names its rule in a fault message: "... (SE-6.6)".

@@ -39,6 +39,20 @@ exit_drain     ExitDrain     nothing is ready: leave the drain
 close          Close         no new submissions; accepted work still finishes
 =============  ============  ==========================================================
 
+The plain lane (``vocabulary.PLAIN_TRANSITIONS``). A work submitted without a handle (the
+shell's ``post``) gets no record: the work itself waits in the application line. Two
+transitions serve it, each the general one restricted to that case and held equal to it
+by a property test (``tests/core/test_plain_lane.py``): ``admit_plain`` is ``admit`` of
+application work at the fixed reservation (the same capacity rule, sequence number and
+drain flag), ``finish_plain`` is ``finish`` of such a work. ``take_next`` and
+``next_step`` give the turn to a plain work as to a record. They exist on untraced
+queues only (``admit_plain`` refuses a queue with an observer), so a trace, its
+validation and the TLA+ models only ever see records. Whatever must see records (the
+disposals, ``live_records``, ``line``, ``copy``) first needs ``promote_plain``, which
+turns every plain work into a record in place (the shell supplies the record), and is
+refused while one waits; ``promote_current`` does the same for the turn holder alone (a
+posted work that turned out to be a coroutine).
+
 Flags (SE-6.5): ``drain_scheduled`` is set by the step that makes an idle queue busy
 (``admit``, ``transfer``, ``requeue``, or ``end_slice`` with work left) and by nothing
 else; whoever sets it must post one drain, outside any lock. ``enter_drain`` turns it
@@ -62,7 +76,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Iterable
-from typing import Any, Final, Generic, NoReturn, Self, TypeVar
+from typing import Any, Final, Generic, NoReturn, Self, TypeVar, cast
 
 from .errors import RejectReason, ZLinkClosedError, ZLinkProtocolError, ZLinkRejectedError
 from .policy import ZLinkExecutionLanePolicy
@@ -105,6 +119,7 @@ __all__ = [
     "R",
     "WorkRecord",
     "drain_state",
+    "is_plain",
 ]
 
 # Phases of a work. A work is live from admission until DONE.
@@ -196,6 +211,12 @@ def _wid(rec: WorkRecord) -> object:
     return getattr(rec, "wid", "?")
 
 
+def is_plain(item: object) -> bool:
+    """Whether an item of a line (or the turn holder) is a plain work: one admitted by
+    ``admit_plain``, which has no record."""
+    return not isinstance(item, WorkRecord)
+
+
 class QueueConfig:
     """What many queues of one owner share: the policy (with the numbers the hot path
     needs, read once), the budget in clock units, whether Yield exists, and the
@@ -259,7 +280,6 @@ class QueueCore(Generic[R]):
         "barrier",
         "closed",
         "config",
-        "current",
         "drain_scheduled",
         "draining",
         "life",
@@ -271,6 +291,7 @@ class QueueCore(Generic[R]):
         "slice_started_at",
         "streak",
         "suspended",
+        "turn_holder",
         "zombies",
     )
 
@@ -287,8 +308,11 @@ class QueueCore(Generic[R]):
         self.next_seq = 0
         self.drain_scheduled = False
         self.draining = False
-        self.current: R | None = None
-        self.slice_started_at: float = 0  # meaningful only while draining
+        # The turn holder: an ``R``, or a plain work (``admit_plain``) on an untraced
+        # queue; typed Any so that a compiled core does not check it for a record.
+        # ``current`` is the typed view of it.
+        self.turn_holder: Any = None
+        self.slice_started_at: float = 0.0  # meaningful only while draining
         self.streak = 0
         self.closed = False
         self.suspended: set[R] | None = None
@@ -299,6 +323,17 @@ class QueueCore(Generic[R]):
     def policy(self) -> ZLinkExecutionLanePolicy:
         """The injected limits (SE-6.1)."""
         return self.config.policy
+
+    @property
+    def current(self) -> R | None:
+        """The work holding the turn, if any. While a plain work (``admit_plain``) holds
+        it, this is that work (no record): read ``turn_holder``, typed Any, where that
+        can happen (a compiled core checks this property's type)."""
+        return self.turn_holder  # type: ignore[no-any-return]
+
+    @current.setter
+    def current(self, rec: R | None) -> None:
+        self.turn_holder = rec
 
     # ------------------------------------------------------------------ queries
     def has_ready(self) -> bool:
@@ -324,7 +359,9 @@ class QueueCore(Generic[R]):
         return self.app_count, self.app_bytes
 
     def line(self, source: Source) -> tuple[R, ...]:
-        """The items waiting in one line, head first."""
+        """The items waiting in one line, head first (records only: refused while a
+        plain work is live, see ``promote_plain``)."""
+        self._require_records("line")
         found = (self.barrier, self.life, self.app)[source]
         return tuple(found) if found else ()
 
@@ -333,11 +370,12 @@ class QueueCore(Generic[R]):
         return tuple(self.suspended) if self.suspended else ()
 
     def live_records(self) -> list[R]:
-        """Every accepted, unfinished work: queued, running, suspended or requeued."""
+        """Every accepted, unfinished work: queued, running, suspended or requeued
+        (records only: refused while a plain work is live, see ``promote_plain``)."""
         out = [*self.line(Source.BARRIER), *self.line(Source.LIFECYCLE)]
         out += [*self.line(Source.APPLICATION), *self.suspended_records()]
-        if self.current is not None:
-            out.append(self.current)
+        if self.turn_holder is not None:
+            out.append(self.turn_holder)
         return out
 
     # ------------------------------------------------------------ checkers only
@@ -352,6 +390,7 @@ class QueueCore(Generic[R]):
         copied: pass one dict to the copies of several cores, and look up there (or add,
         with ``rec.copy()``) the records you keep beside the cores, so that every record
         has exactly one copy."""
+        self._require_records("copy")
         if records is None:
             records = {}
         get = records.get
@@ -362,10 +401,9 @@ class QueueCore(Generic[R]):
                 got = records[r] = r.copy()
             return got
 
-        cls = type(self)
-        new = cls.__new__(cls)
-        new.config = self.config
-        new.name = self.name
+        # Through the constructor (a compiled core has no bare __new__), then every
+        # field set below.
+        new = type(self)(self.config, self.name)
         new.app = None if self.app is None else deque(map(rec, self.app))
         new.life = None if self.life is None else deque(map(rec, self.life))
         new.barrier = None if self.barrier is None else deque(map(rec, self.barrier))
@@ -376,7 +414,7 @@ class QueueCore(Generic[R]):
         new.next_seq = self.next_seq
         new.drain_scheduled = self.drain_scheduled
         new.draining = self.draining
-        new.current = None if self.current is None else rec(self.current)
+        new.turn_holder = None if self.turn_holder is None else rec(self.turn_holder)
         new.slice_started_at = self.slice_started_at
         new.streak = self.streak
         new.closed = self.closed
@@ -400,6 +438,7 @@ class QueueCore(Generic[R]):
         Each work of ``later`` must be queued, never started, in this core (SE-6.3: only
         a waiting admission can have come later); otherwise, or when ``take_next``
         itself is refused, ``ZLinkProtocolError`` with nothing changed."""
+        self._require_records("take_next_ahead_of")
         moved = sorted(later, key=lambda r: r.seq)
         lines = (self.barrier, self.life, self.app)
         for rec in moved:
@@ -561,33 +600,47 @@ class QueueCore(Generic[R]):
             observer(self.name, "enter_drain", {"now": now})
 
     def next_step(
-        self, now: float, prev: R | None = None, outcome: int = COMPLETED
-    ) -> R | None:
+        self, now: float, prev: Any = None, outcome: int = COMPLETED
+    ) -> Any:
         """The drain loop's step after each turn: ``finish`` the previous turn holder
         (if given), then end the slice, leave the drain, or take the next item.
-        Returns the item given the turn, or None when the drain left (after
-        ``end_slice`` or ``exit_drain``).
+        Returns the item given the turn (an ``R``, or a plain work on an untraced
+        queue: typed Any for that), or None when the drain left (after ``end_slice`` or
+        ``exit_drain``).
 
         The branch for "only application work is ready" is ``take_next`` with the
         answer ``rules.select_next`` gives for that case (APPLICATION, streak 0)
-        written in; a property test holds the two equal.
+        written in; a property test holds the two equal. A plain ``prev`` ends by
+        ``finish_plain``, and a plain head gets the turn as ``take_next`` gives it.
         """
-        if prev is not None:
-            self.finish(prev, outcome)
         config = self.config
+        if prev is not None:
+            if isinstance(prev, WorkRecord):
+                self.finish(prev, outcome)  # type: ignore[arg-type]
+            elif self.turn_holder is prev:
+                # finish_plain written out for the hot path (the property test holds
+                # next_step to finish_plain's effect).
+                self.turn_holder = None
+                self.app_count -= 1
+                self.app_bytes -= config.fixed_reservation
+            else:
+                self.finish_plain(prev, outcome)  # refused: not the turn holder
         if now - self.slice_started_at >= config.budget:  # rules.slice_expired
             self.end_slice(now)
             return None
-        app = self.app
+        app: deque[Any] | None = self.app  # Any: it may hold plain works
         if app is not None and self.life is None and self.barrier is None and self.draining \
-                and self.current is None:
+                and self.turn_holder is None:
             rec = app.popleft()
             if not app:
                 self.app = None
             self.streak = 0
+            if not isinstance(rec, WorkRecord):  # a plain work: no record, no observer
+                self.turn_holder = rec
+                return rec
             resume = rec.phase == REQUEUED
             rec.phase = RUNNING
-            self.current = rec
+            self.turn_holder = rec
             observer = config.observer
             if observer is not None:
                 observer(self.name, "take_next", {
@@ -598,17 +651,23 @@ class QueueCore(Generic[R]):
         if app is None and self.life is None and self.barrier is None:
             self.exit_drain(now)
             return None
-        return self.take_next(now)
+        return self._take_next(now)
 
     def take_next(self, now: float) -> R:
         """Give the turn to the next item (SE-6.6). A resume permit gives it back to its
         suspended work (SE-6.7)."""
-        if not self.draining or self.current is not None:
+        return self._take_next(now)  # type: ignore[no-any-return]
+
+    def _take_next(self, now: float) -> Any:
+        # take_next, which may also give the turn to a plain work (``next_step`` on an
+        # untraced queue): typed Any so that a compiled core does not check for a record.
+        if not self.draining or self.turn_holder is not None:
             raise ZLinkProtocolError("take_next", "SE-6.6", "not draining, or a turn is held")
         config = self.config
         if slice_expired(now, self.slice_started_at, config.budget):
             raise ZLinkProtocolError("take_next", "SE-6.4", "the slice's time budget is used")
-        app, life, barrier = self.app, self.life, self.barrier
+        app: deque[Any] | None = self.app  # Any: it may hold plain works
+        life, barrier = self.life, self.barrier
         source, self.streak = select_next(
             len(barrier) if barrier else 0,
             len(life) if life else 0,
@@ -616,6 +675,7 @@ class QueueCore(Generic[R]):
             self.streak,
             config.burst_limit,
         )
+        rec: Any
         if source is Source.APPLICATION:
             rec = app.popleft()  # type: ignore[union-attr]
             if not app:
@@ -630,9 +690,12 @@ class QueueCore(Generic[R]):
                 self.barrier = None
         else:
             raise ZLinkProtocolError("take_next", "SE-6.6", "nothing is ready")
+        if is_plain(rec):  # a plain work (untraced queues only)
+            self.turn_holder = rec
+            return rec
         resume = rec.phase == REQUEUED
         rec.phase = RUNNING
-        self.current = rec
+        self.turn_holder = rec
         observer = config.observer
         if observer is not None:
             observer(self.name, "take_next", {
@@ -643,11 +706,11 @@ class QueueCore(Generic[R]):
 
     def finish(self, rec: R, outcome: int = COMPLETED) -> None:
         """The turn holder ended; release its reservation (SE-5.2)."""
-        if self.current is not rec:
+        if self.turn_holder is not rec:
             raise ZLinkProtocolError(
                 "finish", "SE-6.7", f"work {_wid(rec)} ends while it does not hold the turn"
             )
-        self.current = None
+        self.turn_holder = None
         self._release(rec)
         observer = self.config.observer
         if observer is not None:
@@ -664,17 +727,126 @@ class QueueCore(Generic[R]):
             self.app_count -= 1
             self.app_bytes -= rec.nbytes
 
+    # ------------------------------------------------------------- plain lane
+    def admit_plain(self, work: object) -> bool:
+        """``admit`` of application work at the fixed reservation, for a work that gets
+        no record (the shell's ``post``): the same capacity rule (SE-6.3, SE-5.1, with
+        the same rejection), sequence number and drain flag (SE-6.5); the work itself
+        waits in the application line. Returns True when the caller must post a drain.
+
+        Refused on a traced queue (an observer is attached), whose every work must be
+        a record its trace can name: there the shell admits with ``admit``."""
+        config = self.config
+        if config.observer is not None or isinstance(work, WorkRecord):
+            raise ZLinkProtocolError(
+                "admit_plain", "SE-6.3", "a traced queue, or a record, takes admit")
+        nbytes = config.fixed_reservation
+        # ``rules.admission_verdict(...) is None`` written out, as in ``_place``; the
+        # property test holds admit_plain to admit.
+        if self.closed or self.app_count >= config.app_count_cap \
+                or self.app_bytes + nbytes > config.app_byte_cap:
+            self._reject(APPLICATION_LANE, nbytes, False)
+        self.app_count += 1
+        self.app_bytes += nbytes
+        self.next_seq += 1
+        line = self.app
+        if line is None:
+            line = self.app = deque()
+        line.append(work)  # type: ignore[arg-type]  # a plain work, see is_plain
+        if self.draining or self.drain_scheduled:
+            return False
+        self.drain_scheduled = True
+        return True
+
+    def finish_plain(self, work: object, outcome: int = COMPLETED) -> None:
+        """``finish`` of a plain work holding the turn: it gives back the fixed
+        reservation of the application lane (SE-5.2). ``outcome`` is the shell's to
+        report (a plain work has no handle and no trace event); a plain work is never
+        a zombie (the disposals promote plain works first)."""
+        if self.turn_holder is not work or isinstance(work, WorkRecord):
+            raise ZLinkProtocolError(
+                "finish_plain", "SE-6.7", "a plain work ends while it does not hold the turn")
+        self.turn_holder = None
+        self.app_count -= 1
+        self.app_bytes -= self.config.fixed_reservation
+
+    def promote_plain(self, make: Callable[[Any], R]) -> int:
+        """Turn every live plain work into a record, in place: the queued ones keep
+        their places in the application line and the turn holder keeps the turn.
+        ``make(work)`` builds the record (the shell's handle); the core sets its fields
+        as ``admit`` would have, with a fresh sequence number. Every place in the line
+        is numbered again in line order, so the line stays in sequence order
+        (``FifoWithinLane``). Returns how many works were promoted. Nothing about the
+        lane's counts changes: each plain work already held its reservation."""
+        promoted = 1 if self.promote_current(make) is not None else 0
+        app = self.app
+        items: deque[Any] | None = app
+        if items is None or all(isinstance(r, WorkRecord) for r in items):
+            return promoted
+        fixed = self.config.fixed_reservation
+        line: deque[R] = deque()
+        for item in items:
+            seq = self.next_seq
+            self.next_seq = seq + 1
+            if isinstance(item, WorkRecord):
+                rec = item
+            else:
+                rec = make(item)
+                rec.wid = seq
+                rec.lane = APPLICATION_LANE
+                rec.barrier = rec.zombie = False
+                rec.nbytes = fixed
+                rec.phase = QUEUED
+                rec.resumes = 0
+                promoted += 1
+            rec.seq = seq
+            line.append(cast(R, rec))
+        self.app = line
+        return promoted
+
+    def promote_current(self, make: Callable[[Any], R]) -> R | None:
+        """Turn the turn holder into a record if it is a plain work (a posted work that
+        returned a coroutine needs a handle to wait on); returns the new record, or
+        None when the turn holder is not plain."""
+        cur = self.turn_holder
+        if cur is None or isinstance(cur, WorkRecord):
+            return None
+        rec = make(cur)
+        seq = self.next_seq
+        self.next_seq = seq + 1
+        rec.wid = rec.seq = seq
+        rec.lane = APPLICATION_LANE
+        rec.barrier = rec.zombie = False
+        rec.nbytes = self.config.fixed_reservation
+        rec.phase = RUNNING
+        rec.resumes = 0
+        self.turn_holder = rec
+        return rec
+
+    def has_plain(self) -> bool:
+        """Some plain work is live (queued, or holding the turn)."""
+        if self.turn_holder is not None and not isinstance(self.turn_holder, WorkRecord):
+            return True
+        app = self.app
+        items: deque[Any] | None = app
+        return items is not None and not all(isinstance(r, WorkRecord) for r in items)
+
+    def _require_records(self, op: str) -> None:
+        if self.has_plain():
+            raise ZLinkProtocolError(
+                op, "SE-6.3", "plain works are live: promote_plain them first")
+
     def yield_turn(self, rec: R) -> None:
         """The turn holder waits on an external call and gives the turn back (SE-6.7);
         it keeps its reservation (decision D-2)."""
-        if self.current is not rec:
+        if self.turn_holder is not rec:
             raise ZLinkProtocolError(
                 "yield_turn", "SE-6.7", f"work {_wid(rec)} yields a turn it does not hold"
             )
         if not self.config.yield_allowed:
             # The shell checks first and raises the caller's error; a second line here.
             raise ZLinkProtocolError("yield_turn", "SE-4.1", "this owner offers no Yield")
-        self.current = None
+        self.turn_holder = None
         rec.phase = SUSPENDED
         if self.suspended is None:
             self.suspended = set()
@@ -754,12 +926,12 @@ class QueueCore(Generic[R]):
     def end_slice(self, now: float) -> None:
         """The time budget is used (SE-6.4): leave the drain; if work is ready, schedule
         the next slice in the same step, so no submitter can schedule a second one."""
-        if not self.draining or self.current is not None:
+        if not self.draining or self.turn_holder is not None:
             raise ZLinkProtocolError("end_slice", "SE-6.6", "not draining, or a turn is held")
         if not slice_expired(now, self.slice_started_at, self.config.budget):
             raise ZLinkProtocolError("end_slice", "SE-6.4", "the time budget is not used yet")
         self.draining = False
-        self.slice_started_at = 0
+        self.slice_started_at = 0.0
         reschedule = bool(self.barrier or self.life or self.app)
         self.drain_scheduled = reschedule
         observer = self.config.observer
@@ -768,12 +940,12 @@ class QueueCore(Generic[R]):
 
     def exit_drain(self, now: float) -> None:
         """Nothing is ready: leave the drain (SE-6.6)."""
-        if not self.draining or self.current is not None:
+        if not self.draining or self.turn_holder is not None:
             raise ZLinkProtocolError("exit_drain", "SE-6.6", "not draining, or a turn is held")
         if self.barrier or self.life or self.app:
             raise ZLinkProtocolError("exit_drain", "SE-6.5", "work is ready; leaving would lose it")
         self.draining = False
-        self.slice_started_at = 0
+        self.slice_started_at = 0.0
         observer = self.config.observer
         if observer is not None:
             observer(self.name, "exit_drain", {"now": now})
@@ -794,6 +966,7 @@ class QueueCore(Generic[R]):
         Only an open scope can be disposed safely."""
         if self.mode != MODE_OPEN:
             raise ZLinkProtocolError("dispose_safely", "SD-1", "the scope is already disposed")
+        self._require_records("dispose_safely")
         self.closed = True
         self.mode = MODE_SAFELY
         marked = [rec for rec in self.live_records() if not rec.zombie]
@@ -812,6 +985,7 @@ class QueueCore(Generic[R]):
         (D-8). Zombies are cancelled too."""
         if self.mode == MODE_CANCELLED:
             raise ZLinkProtocolError("dispose", "SD-1", "the scope is already cancelled")
+        self._require_records("dispose")
         self.closed = True
         self.mode = MODE_CANCELLED
         observer = self.config.observer
@@ -853,6 +1027,7 @@ class QueueCore(Generic[R]):
         ``dispose`` does."""
         if self.mode != MODE_TIMEOUT:
             raise ZLinkProtocolError("expire_timeout", "SD-1", "no disposal timeout is running")
+        self._require_records("expire_timeout")
         self.mode = MODE_CANCELLED
         observer = self.config.observer
         if observer is not None:

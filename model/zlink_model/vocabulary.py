@@ -33,6 +33,7 @@ __all__ = [
     "EVENTS",
     "OUTCOMES",
     "PHASES",
+    "PLAIN_TRANSITIONS",
     "TRANSITIONS",
     "TURN_STEPS",
     "TURN_WIRE_EVENTS",
@@ -121,6 +122,18 @@ TRANSITIONS: Final[tuple[Transition, ...]] = (
 )
 
 EVENTS: Final[tuple[str, ...]] = tuple(t.event for t in TRANSITIONS)
+
+# The plain lane: transitions of untraced queues only, each the general transition it is
+# restricted from (held equal to it by tests/core/test_plain_lane.py). They emit no trace
+# event and have no TLA+ action: a traced queue takes the general transition instead.
+# (core method, the general transition, what it is restricted to)
+PLAIN_TRANSITIONS: Final[tuple[tuple[str, str, str], ...]] = (
+    ("admit_plain", "admit", "application work at the fixed reservation, with no record"),
+    ("finish_plain", "finish", "the end of the turn of such a work"),
+    ("promote_plain", "", "every live plain work becomes a record, in place "
+                          "(no transition: the state of the lane is unchanged)"),
+    ("promote_current", "", "the turn holder alone becomes a record"),
+)
 # The three calls that dispose a scope (SD-1), as the wire's dispose modes name them too.
 DISPOSALS: Final[tuple[str, ...]] = ("dispose", "dispose_safely", "dispose_after_timeout")
 _BY_EVENT: Final[Mapping[str, Transition]] = {t.event: t for t in TRANSITIONS}

@@ -72,6 +72,7 @@ OWNERS: dict[str, tuple[str, ...]] = {
     "end_slice_drops_wakeup": ("core", "runtime"),
     "closed_queue_admits": ("core", "runtime"),
     "resume_skips_requeue": ("runtime",),
+    "post_capacity_off_by_one": ("runtime",),
     "admission_split": ("runtime",),
     "spotwide_releases_claim_on_yield": ("coordinator",),
     "payload_reserved_twice": ("coordinator",),

@@ -16,6 +16,14 @@ After every rule:
 * what the application sees agrees: one work runs at a time, a resumed work runs on its
   own turn, every handle settles once with the outcome the trace reports, every failure
   reaches the error hook once, the loop logged no error.
+
+The ``post`` rule submits handle-less works. On the traced queue they take ``enqueue``'s
+path (the trace checks them like any work); the same works also go to an untraced twin
+queue on the same loop and clock, where they take the plain lane (``admit_plain``,
+``finish_plain``). The twin is checked against the rules directly: each answer is the
+one ``admission_verdict`` gives, works run once each, one at a time on their turn, in
+FIFO order, each failure reaches the error hook once, and the lane's counts are exactly
+the works not yet ended.
 """
 
 from __future__ import annotations
@@ -59,6 +67,22 @@ HOW = ("enqueue", "payload", "lifecycle", "barrier")
 BATCHES = st.lists(st.tuples(st.sampled_from(KINDS), st.sampled_from(HOW),
                              st.sampled_from([0, 0, 1, 3]), st.integers(1, 5),
                              st.integers(1, 2), st.sampled_from(HOW)), min_size=1, max_size=4)
+
+
+POSTS = st.lists(st.sampled_from(["sync", "raise", "async", "gated"]), min_size=1,
+                 max_size=4)
+
+
+@dataclasses.dataclass(eq=False)
+class TwinJob:
+    """One work posted to the untraced twin queue."""
+
+    index: int
+    kind: str
+    gate: asyncio.Future[None] | None = None
+    started: int = 0
+    ended: bool = False
+    reported: int = 0
 
 
 @dataclasses.dataclass(eq=False)
@@ -168,6 +192,9 @@ class Application:
                 handle = q.enqueue_lifecycle(work)
             elif how == "barrier":
                 handle = q.enqueue_barrier_next(work)
+            elif how == "post":
+                q.post(work)  # a traced queue: enqueue's path, the handle dropped
+                return None
             else:
                 handle = q.enqueue(work)
         except ZLinkRejectedError as exc:
@@ -185,6 +212,11 @@ class Application:
             if job.handle is handle:
                 job.reported += 1
                 return
+        if isinstance(exc, WorkFailedError) and handle.done() and exc.args \
+                and isinstance(exc.args[0], int) and exc.args[0] < len(self.jobs) \
+                and self.jobs[exc.args[0]].handle is None:
+            self.jobs[exc.args[0]].reported += 1  # a posted work: its handle was dropped
+            return
         self.broken.append(f"the error hook got {exc!r} for an unknown handle")
 
 
@@ -213,6 +245,15 @@ class RuntimeMachine(OutsideWorld, RuleBasedStateMachine):
         self.checker = QueueChecker("q", policy)
         self.replayer = QueueReplayer("q", policy)
         self.fed = 0
+        # The untraced twin: posts take the plain lane there.
+        self.twin = ZLinkSerialExecutionQueue(
+            policy, name="p", clock=self.clock, loop=self.driver.loop,
+            error_hook=self._twin_report)
+        self.twin_jobs: list[TwinJob] = []
+        self.twin_accepted: list[TwinJob] = []
+        self.twin_order: list[int] = []
+        self.twin_running: TwinJob | None = None
+        self.twin_broken: list[str] = []
         self.ready = True
         self.submit(first)
 
@@ -222,6 +263,72 @@ class RuntimeMachine(OutsideWorld, RuleBasedStateMachine):
     @property
     def core(self) -> Any:
         return self.queue._core
+
+    # ------------------------------------------------------------- the twin
+    def _twin_report(self, exc: BaseException, handle: ZLinkWorkHandle[Any]) -> None:
+        if not (isinstance(exc, WorkFailedError) and handle.outcome() == "failed"):
+            self.twin_broken.append(f"the twin's hook got {exc!r} for {handle!r}")
+            return
+        self.twin_jobs[exc.args[0]].reported += 1
+
+    def _twin_enter(self, job: TwinJob) -> None:
+        if self.twin_running is not None:
+            self.twin_broken.append(f"posted work {job.index} runs while "
+                                    f"{self.twin_running.index} runs")
+        if not self.twin.is_current():
+            self.twin_broken.append(f"posted work {job.index} runs without its turn")
+        job.started += 1
+        self.twin_order.append(job.index)
+        self.twin_running = job
+
+    def _twin_leave(self, job: TwinJob) -> None:
+        job.ended = True
+        if self.twin_running is job:
+            self.twin_running = None
+
+    def _twin_work(self, job: TwinJob) -> Any:
+        if job.kind in ("sync", "raise"):
+            def run() -> None:
+                self._twin_enter(job)
+                self._twin_leave(job)
+                if job.kind == "raise":
+                    raise WorkFailedError(job.index)
+            return run
+
+        async def run_async() -> None:
+            self._twin_enter(job)
+            if job.gate is not None:
+                self.twin_running = None  # it waits; nothing else may run meanwhile
+                await job.gate
+                self.twin_running = job
+            else:
+                await asyncio.sleep(0)
+            self._twin_leave(job)
+        return run_async
+
+    def _release(self) -> bool:
+        gates = [j.gate for j in self.twin_jobs
+                 if j.gate is not None and not j.gate.done()]
+        for gate in gates:
+            gate.set_result(None)
+        return super()._release() or bool(gates)
+
+    def check_twin(self) -> None:
+        assert not self.twin_broken, "; ".join(self.twin_broken)
+        accepted = [j.index for j in self.twin_accepted]
+        assert self.twin_order == accepted[:len(self.twin_order)], (
+            f"FifoWithinLane: posted works ran as {self.twin_order}, accepted {accepted}")
+        for job in self.twin_jobs:
+            assert job.started <= 1, f"posted work {job.index} ran {job.started} times"
+            want = 1 if job.kind == "raise" and job.started else 0
+            assert job.reported == want, (
+                f"posted work {job.index} ({job.kind}) reached the hook {job.reported} times")
+        core = self.twin._core
+        live = sum(1 for j in self.twin_accepted if not j.ended)
+        assert (core.app_count, core.app_bytes, core.life_count) == (
+            live, live * core.config.fixed_reservation, 0), (
+            f"ReservationsBalanced: the twin counts {core.app_count} works, "
+            f"{core.app_bytes} bytes; {live} posted works have not ended")
 
     def _verdict(self, how: str, payload: int) -> Any:
         core = self.core
@@ -258,6 +365,40 @@ class RuntimeMachine(OutsideWorld, RuleBasedStateMachine):
     def close(self) -> None:
         """Close: no new work; accepted work still finishes (SE-6.2)."""
         self.queue.close()
+        self.driver.idle()
+
+    @precondition(lambda self: self.ready and len(self.twin_jobs) < 40)
+    @rule(kinds=POSTS)
+    def post(self, kinds: list[str]) -> None:
+        """Post one to four works without handles: to the traced queue (enqueue's path,
+        checked by the trace) and to the untraced twin (the plain lane, checked here:
+        each answer is the rule's, admit_plain agrees with admission_verdict)."""
+        if self.queue.closed and not self.twin.closed:
+            self.twin.close()
+        policy = self.policy
+        for kind in kinds:
+            expected = self._verdict("enqueue", 0)
+            job = self.app.new_job("async" if kind == "gated" else kind)
+            rejected = self.app.submit(job, "post", 0, 0, 0, "")
+            assert (rejected is None) == (expected is None), (
+                f"post: {rejected} on the traced queue, the rule says {expected}")
+            twin = TwinJob(len(self.twin_jobs), kind)
+            if kind == "gated":
+                twin.gate = self.driver.loop.create_future()
+            self.twin_jobs.append(twin)
+            core = self.twin._core
+            count, used = core.reserved_of(0)
+            want = admission_verdict(
+                core.closed, False, count, used, core.config.fixed_reservation,
+                policy.application_message_capacity, policy.application_byte_capacity)
+            try:
+                self.twin.post(self._twin_work(twin))
+            except ZLinkRejectedError as exc:
+                assert want is not None and exc.reason is want, (
+                    f"post to the twin: rejected ({exc.reason}), the rule says {want}")
+            else:
+                assert want is None, f"post to the twin: admitted, the rule says {want}"
+                self.twin_accepted.append(twin)
         self.driver.idle()
 
     @precondition(lambda self: self.ready)
@@ -306,6 +447,10 @@ class RuntimeMachine(OutsideWorld, RuleBasedStateMachine):
         core = self.core
         assert core.is_idle() and not core.has_ready(), "the queue is not quiescent"
         assert not core.draining and not core.drain_scheduled, "a drain outlived the work"
+        twin = self.twin._core
+        assert all(j.ended for j in self.twin_accepted), "AcceptedWorkCompletes: a post"
+        assert twin.is_idle() and not twin.has_ready() and not twin.draining \
+            and not twin.drain_scheduled, "the twin is not quiescent"
 
     # ---------------------------------------------------------------- checks
     def check_everything(self) -> None:
@@ -322,6 +467,7 @@ class RuntimeMachine(OutsideWorld, RuleBasedStateMachine):
         fail_on(found, disagreements, "runtime")
         assert not self.driver.errors, f"the loop logged errors: {self.driver.errors}"
         assert not self.app.broken, "; ".join(self.app.broken)
+        self.check_twin()
         image = self.checker.image
         for job in self.app.jobs:
             h = job.handle

@@ -53,6 +53,7 @@ from zlink_model.queue import (
     QueueConfig,
     QueueCore,
     WorkRecord,
+    is_plain,
 )
 from zlink_model.rules import APPLICATION_LANE, LIFECYCLE_LANE, Source
 
@@ -410,9 +411,10 @@ class QueueStatistics:
         self.application_bytes = core.app_bytes
         self.lifecycle_count = core.life_count
         self.lifecycle_bytes = core.life_bytes
-        self.ready = sum(len(core.line(source)) for source in Source)
-        self.running = core.current is not None
-        self.suspended = len(core.suspended_records())
+        # Lengths, not ``line``: a line may hold plain works (``post``).
+        self.ready = sum(len(line) for line in (core.barrier, core.life, core.app) if line)
+        self.running = core.turn_holder is not None
+        self.suspended = len(core.suspended) if core.suspended else 0
         self.drain_scheduled = core.drain_scheduled
         self.draining = core.draining
         self.closed = core.closed
@@ -629,6 +631,44 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
             rt.loop.call_soon(self._drain)
         return rec
 
+    def post(self, work: Work) -> None:
+        """Submit application work reserving ``fixed_work_byte_cost``, with no handle
+        (SE-6.2, like ``enqueue``): nothing is returned, as ``put_nowait`` returns
+        nothing. A refusal raises at once (``ZLinkRejectedError``, ``ZLinkClosedError``),
+        as ``enqueue`` does; a failure of the work goes to the queue's error hook (with
+        a handle made for the report, already settled failed). The core admits it with
+        ``admit_plain`` and keeps the work itself in line; a traced queue (an observer
+        is attached), or a submission from another thread, takes ``enqueue``'s path and
+        drops the handle, so traces see every work as a record."""
+        rt = self._rt
+        core = self._core
+        if get_ident() != rt.thread_id or core.config.observer is not None \
+                or not callable(work):
+            self._submit(work, APPLICATION_LANE, 0, False)
+            return
+        if core.admit_plain(work):
+            rt.loop.call_soon(self._drain)
+
+    def _plain_record(self, work: Work) -> ZLinkWorkHandle[Any]:
+        """The handle a plain work becomes when the core promotes it."""
+        return ZLinkWorkHandle(self, work)
+
+    def _records(self) -> QueueCore[ZLinkWorkHandle[Any]]:
+        """The core, with every live plain work promoted to a handle: for code that
+        must see every live work as a record (disposal, accounting)."""
+        core = self._core
+        if core.has_plain():
+            core.promote_plain(self._plain_record)
+        return core
+
+    def _plain_failed(self, work: Work, exc: BaseException) -> None:
+        """A posted work raised: report it to the error hook with a handle made now,
+        settled failed (it never had a place in the trace: the queue is untraced)."""
+        rec: ZLinkWorkHandle[Any] = ZLinkWorkHandle(self, work)
+        WorkRecord.__init__(rec)
+        rec._settle(FAILED, exc)
+        self._report(rec, exc)
+
     def enqueue_with_payload_bytes(self, work: Work, payload_bytes: int) -> ZLinkWorkHandle[Any]:
         """Submit application work reserving its payload plus the fixed cost (SE-6.2)."""
         return self._submit(work, APPLICATION_LANE, _check_bytes(payload_bytes), False)
@@ -670,7 +710,7 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
         report cancellation. Returns each record with the caller's original work."""
         if _checks.ON:
             require_loop(self._rt, "take_queued")
-        core = self._core
+        core = self._records()
         taken = []
         for source in (Source.BARRIER, Source.LIFECYCLE, Source.APPLICATION):
             for rec in core.line(source):
@@ -740,7 +780,8 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
         never-started works and hands back the live ones, which get cancelled."""
         if _checks.ON:
             require_loop(self._rt, "scope_cancel")
-        ended, live = self._core.expire_timeout() if expire else self._core.dispose()
+        core = self._records()
+        ended, live = core.expire_timeout() if expire else core.dispose()
         for rec in ended:
             self._ended(rec, CANCELLED, asyncio.CancelledError("disposed before it started"))
         self._cancel_delivery(live)
@@ -756,9 +797,14 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
     # ------------------------------------------------------------------ state
     def is_current(self) -> bool:
         """True when the caller is work holding this queue's turn (SE-6.2)."""
-        cur = self._core.current
+        cur = self._core.turn_holder
         if cur is None or not self._rt.on_loop_thread():
             return False
+        if is_plain(cur):
+            # A plain turn holder is always running right now, synchronously, on the
+            # loop thread (one that returns an awaitable is promoted before it waits):
+            # the caller on this thread is that work.
+            return True
         return _holder() is cur
 
     async def await_quiescence(self) -> None:
@@ -839,12 +885,18 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
             def now() -> float:
                 return clock() - skew
         next_step = core.next_step
+        prev_plain = False  # prev is a plain work (post): it has no handle to settle
         while True:
-            rec = next_step(now(), prev, outcome)
+            rec: ZLinkWorkHandle[Any] | None = next_step(now(), prev, outcome)
             if prev is not None:
                 # Settle after the reservation is released (inside next_step), so a
                 # waiter woken by it sees the room.
-                if outcome == COMPLETED and prev._aux is None:
+                if prev_plain:
+                    if outcome != COMPLETED:
+                        self._plain_failed(cast("Work", prev), value)
+                    elif self._aux is not None:
+                        self._after_end()
+                elif outcome == COMPLETED and prev._aux is None:
                     prev._outcome = COMPLETED
                     prev._value = value
                     prev._work = None
@@ -858,6 +910,32 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
                     # other owners' ready drains run first (SE-6.4).
                     self._rt.loop.call_soon(self._drain)
                 return None
+            if not isinstance(rec, WorkRecord):
+                # A plain work (post): run it; it becomes a handle only if it turns out
+                # to need one (it returned an awaitable or a TurnHold).
+                prev_plain = True
+                try:
+                    result = rec()
+                except BaseException as exc:
+                    if not isinstance(exc, Exception):
+                        self._hand_off(rec, FAILED, exc)
+                        raise
+                    prev, outcome, value = rec, FAILED, exc
+                    continue
+                if result is None:
+                    prev, outcome, value = rec, COMPLETED, None
+                    continue
+                if type(result) is not TurnHold and not (
+                        type(result) is CoroutineType or hasattr(result, "__await__")):
+                    prev, outcome, value = rec, COMPLETED, result
+                    continue
+                prev_plain = False
+                rec = cast("ZLinkWorkHandle[Any]", self._core.promote_current(self._plain_record))
+                if type(result) is TurnHold:
+                    result.handle.add_done_callback(partial(self._held_done, rec))
+                    return None
+                return rec, result
+            prev_plain = False
             if rec.resumes:
                 # A resume permit: the suspended work continues on its own task.
                 permit = cast("asyncio.Future[None]", rec._extra().permit)
@@ -933,6 +1011,11 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
     def _hand_off(self, rec: ZLinkWorkHandle[Any], outcome: int, value: Any) -> None:
         """End ``rec``'s turn outside the drain loop and pass the drain role to a posted
         callback (the code holding it is about to stop)."""
+        if not isinstance(rec, WorkRecord):  # a plain work
+            self._core.finish_plain(rec, outcome)
+            self._plain_failed(rec, value)
+            self._rt.loop.call_soon(self._continue)
+            return
         self._core.finish(rec, outcome)
         self._ended(rec, outcome, value)
         self._rt.loop.call_soon(self._continue)

@@ -159,7 +159,7 @@ class ScopeMixin:
         marked = 0
         for q in self._scope_queues():
             if q._core.mode == MODE_OPEN:
-                marked += len(q._core.dispose_safely())
+                marked += len(q._records().dispose_safely())
                 # Marking zombies lowers the active count without any work ending: wake
                 # the await_completion waiters whose condition now holds (SD-3).
                 q._check_waiters()
@@ -299,7 +299,7 @@ class ScopeMixin:
     def _counted(self) -> Iterator[tuple[ZLinkSerialExecutionQueue, WorkRecord]]:
         """Live works of the scope, each once (a coordinator skips duplicates)."""
         for q in self._scope_queues():
-            for rec in q._core.live_records():
+            for rec in q._records().live_records():
                 yield q, rec
 
     def active_count(self) -> int:

@@ -84,6 +84,26 @@ class ZLinkPendingWork:
     handle: ZLinkWorkHandle[Any]
 
 
+class _SpotWideTurn:
+    """The Actor queue's work for one SpotWide message: on the Actor queue's turn, place
+    the execution turn on the Spot queue and keep the claim (the Actor queue's turn)
+    until it ends (SE-4.5, SE-4.6). A slotted object rather than a closure, so a message
+    allocates no cell and no function ``__dict__`` (issue 16). ``__wrapped__`` is the
+    caller's work (relocation hands it back)."""
+
+    __slots__ = ("__wrapped__", "gates", "spot", "wrapped")
+
+    def __init__(self, spot: ZLinkSerialExecutionQueue, wrapped: Work,
+                 gates: tuple[object, ...], work: Work) -> None:
+        self.spot = spot
+        self.wrapped = wrapped
+        self.gates = gates
+        self.__wrapped__ = work
+
+    def __call__(self) -> TurnHold:
+        return TurnHold(self.spot._transfer(self.wrapped, self.gates))
+
+
 class ZLinkSpotSerialExecutor(Coordinator):
     """The serial executor of one Spot.
 
@@ -180,14 +200,7 @@ class ZLinkSpotSerialExecutor(Coordinator):
         if not self._wide:
             return queue.enqueue_with_payload_bytes(wrapped, payload)
         spot = self._spot
-        gates = (spot, queue)
-
-        def turn() -> TurnHold:
-            # On the Actor queue's turn: place the execution turn and keep the claim
-            # (the Actor queue's turn) until it ends.
-            return TurnHold(spot._transfer(wrapped, gates))
-
-        turn.__wrapped__ = work  # type: ignore[attr-defined]
+        turn = _SpotWideTurn(spot, wrapped, (spot, queue), work)
         handle = queue.enqueue_with_payload_bytes(turn, payload)
         handle._gates = (queue, spot)
         handle._quiet()  # a failure is reported once, by the Spot queue that ran it

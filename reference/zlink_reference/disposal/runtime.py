@@ -80,7 +80,7 @@ class ZLinkRuntime:
             log.warning("runtime end: cancelling zombie work %s of %s (%s, %s)",
                         z.work, z.queue, z.label or "unlabelled", z.state)
         for s in self.scopes:
-            survivors = [(q, [r for r in q._core.live_records() if r.zombie])
+            survivors = [(q, [r for r in q._records().live_records() if r.zombie])
                          for q in s._scope_queues() if q._core.mode == MODE_CANCELLED]
             s.dispose()
             # Zombies of a scope cancelled before (works that did not end within that

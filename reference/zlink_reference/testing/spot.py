@@ -31,7 +31,7 @@ def spot_wide_view(spot: ZLinkSpotSerialExecutor,
     actors = {q.name[len(prefix):]: q._core for q in spot._made if q.name.startswith(prefix)}
     by_queue = {id(q): q.name[len(prefix):] for q in spot._made if q.name.startswith(prefix)}
     turn_of: dict[int, str] = {}
-    for rec in spot_queue._core.live_records():
+    for rec in spot_queue._records().live_records():
         gates: tuple[object, ...] = getattr(rec, "_gates", ())
         if len(gates) > 1 and id(gates[1]) in by_queue:
             turn_of[rec.wid] = by_queue[id(gates[1])]

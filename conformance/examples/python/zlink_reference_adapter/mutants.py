@@ -521,3 +521,21 @@ def _dispose_safely_keeps_waiters() -> None:
                 q._core.dispose_safely()  # bug: the waiters are not looked at
 
     ScopeMixin.dispose_safely = patched  # type: ignore[method-assign]
+
+
+@mutant("post_capacity_off_by_one", "SE-5.1", "CapacityRespected",
+        "the plain lane (post) lets one work more than the count capacity in")
+def _post_capacity_off_by_one() -> None:
+    admit_plain = QueueCore.admit_plain
+
+    def patched(self: QueueCore[Any], work: object) -> bool:
+        if self.app_count == self.config.app_count_cap and not self.closed:
+            # bug: `>` where `>=` belongs, in the fast path only
+            self.app_count -= 1
+            try:
+                return admit_plain(self, work)
+            finally:
+                self.app_count += 1
+        return admit_plain(self, work)
+
+    QueueCore.admit_plain = patched  # type: ignore[method-assign]
