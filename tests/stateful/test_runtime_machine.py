@@ -110,6 +110,7 @@ class Application:
         self.externals: list[asyncio.Future[int]] = []
         self.broken: list[str] = []  # what the application saw go wrong
         self.running: Job | None = None  # the job whose code runs now
+        self.loop_thread = threading.get_ident()  # the machine drives its loop here
 
     # what a work sees
     def _enter(self, job: Job, where: str) -> None:
@@ -185,6 +186,19 @@ class Application:
         """Submit one job the way ``how`` says; return the rejection, if any."""
         q = self.queue
         work = self.work(job, ms, yields, child)
+        try:
+            return self._submit(q, job, work, how, payload)
+        finally:
+            # SE-6.5 (OffSubmitterStack): the drain is posted, never run inside the call
+            # that filled the queue. On the loop's own thread nothing else can start the
+            # work before the call returns; another thread's submission may see the loop
+            # start it meanwhile, which is allowed.
+            if job.started and threading.get_ident() == self.loop_thread:
+                self.broken.append(f"OffSubmitterStack (SE-6.5): work {job.index} started "
+                                   f"inside the {how} call that submitted it")
+
+    def _submit(self, q: ZLinkSerialExecutionQueue, job: Job, work: Any, how: str,
+                payload: int) -> ZLinkRejectedError | None:
         try:
             if how == "payload":
                 handle = q.enqueue_with_payload_bytes(work, payload)

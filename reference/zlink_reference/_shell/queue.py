@@ -624,7 +624,7 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
         """Submit application work reserving ``fixed_work_byte_cost`` (SE-6.2)."""
         # The hot path of _submit, written out: one call fewer per submission.
         rt = self._rt
-        if get_ident() != rt.thread_id or not callable(work):
+        if (get_ident() != rt.thread_id and rt.foreign()) or not callable(work):
             return self._submit(work, APPLICATION_LANE, 0, False)
         rec: ZLinkWorkHandle[Any] = ZLinkWorkHandle(self, work)
         if self._core.admit(rec):
@@ -642,8 +642,10 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
         drops the handle, so traces see every work as a record."""
         rt = self._rt
         core = self._core
-        if get_ident() != rt.thread_id or core.config.observer is not None \
-                or not callable(work):
+        # thread_id is -1 for an owner made before its loop ran (D-24): the fast test
+        # alone would send every post of such an owner down enqueue's path.
+        if (get_ident() != rt.thread_id and rt.foreign()) \
+                or core.config.observer is not None or not callable(work):
             self._submit(work, APPLICATION_LANE, 0, False)
             return
         if core.admit_plain(work):
