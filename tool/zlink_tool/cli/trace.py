@@ -41,6 +41,7 @@ import json
 import subprocess
 import sys
 from collections import defaultdict
+from collections.abc import Callable
 from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
@@ -52,7 +53,13 @@ from zlink_model.replay import check_trace
 from zlink_model.trace import TraceEvent, read_trace
 
 from ..tla.runner import ToolMissingError
-from ..tla.trace import TLC_EVENTS, TraceFormatError, TraceRangeError, check_with_tlc
+from ..tla.trace import (
+    TLC_EVENTS,
+    TlcTraceVerdict,
+    TraceFormatError,
+    TraceRangeError,
+    check_with_tlc,
+)
 from ..tla.transcript import (
     QueueTranscript,
     TranscriptError,
@@ -145,26 +152,14 @@ def tlc_transcript_queue(q: QueueTranscript, models: Path, timeout: float) -> di
         if isinstance(exc, ToolMissingError):
             raise
         return {"queue": q.owner, "status": "error", "reason": str(exc)}
-    record: dict[str, Any] = {"queue": q.owner, "seconds": round(verdict.seconds, 2),
-                              "matched_events": verdict.steps, "notes": list(verdict.notes)}
-    if verdict.matched:
-        record["status"] = "ok"
-        return record
-    record["status"] = "fail"
-    if verdict.broken_invariant is not None:
-        inv = INVARIANTS.get(verdict.broken_invariant)
-        record["invariant"] = verdict.broken_invariant
-        record["rules"] = inv.rules if inv is not None else ""
-        record["reason"] = f"{verdict.broken_invariant} broke on the way"
-    if verdict.first_unmatched is not None:
-        step = q.steps[verdict.first_unmatched]
-        action, rule = TLC_EVENTS[step.op]
-        record["event"] = step.position
-        record.setdefault("rules", rule)
-        record.setdefault("reason", f"{step.wire} of {step.work} (transcript entry "
-                                    f"{step.position}) is not a step {action} can take "
-                                    "there, whatever the steps the wire does not show")
-    return record
+    def unmatched(index: int) -> tuple[int, str, str]:
+        step = q.steps[index]
+        action = TLC_EVENTS[step.op][0]
+        return step.position, step.op, (
+            f"{step.wire} of {step.work} (transcript entry {step.position}) is not a step "
+            f"{action} can take there, whatever the steps the wire does not show")
+
+    return _tlc_record(q.owner, verdict, unmatched)
 
 
 def check_transcript(args: argparse.Namespace) -> int:
@@ -254,6 +249,20 @@ def _tlc_queue(name: str, events: list[TraceEvent], policy: ZLinkExecutionLanePo
         raise
     except RuntimeError as exc:  # TLC ran but said nothing a verdict can be read from
         return {"queue": name, "status": "error", "reason": str(exc)}
+    def unmatched(index: int) -> tuple[int, str, str]:
+        ev = events[index]
+        action = TLC_EVENTS[ev.event][0]
+        return ev.seq, ev.event, (f"event {ev.seq} ({ev.event}) is not a step {action} "
+                                  "can take there")
+
+    return _tlc_record(name, verdict, unmatched)
+
+
+def _tlc_record(name: str, verdict: TlcTraceVerdict,
+                unmatched: Callable[[int], tuple[int, str, str]]) -> dict[str, Any]:
+    """TLC's verdict on one queue as a JSON-ready record, for a trace-format log and a
+    transcript alike; ``unmatched`` names the first event no step allows (its position,
+    its event name and the sentence that says so), in the log's own terms."""
     record: dict[str, Any] = {"queue": name, "seconds": round(verdict.seconds, 2),
                               "matched_events": verdict.steps, "notes": list(verdict.notes)}
     if verdict.matched:
@@ -266,12 +275,10 @@ def _tlc_queue(name: str, events: list[TraceEvent], policy: ZLinkExecutionLanePo
         record["rules"] = inv.rules if inv is not None else ""
         record["reason"] = f"{verdict.broken_invariant} broke on the way"
     if verdict.first_unmatched is not None:
-        ev = events[verdict.first_unmatched]
-        action, rule = TLC_EVENTS[ev.event]
-        record["event"] = ev.seq
-        record.setdefault("rules", rule)
-        record.setdefault("reason", f"event {ev.seq} ({ev.event}) is not a step "
-                                    f"{action} can take there")
+        position, event, reason = unmatched(verdict.first_unmatched)
+        record["event"] = position
+        record.setdefault("rules", TLC_EVENTS[event][1])
+        record.setdefault("reason", reason)
     return record
 
 

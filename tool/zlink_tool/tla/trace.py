@@ -191,15 +191,7 @@ def build_trace_model(events: Sequence[dict[str, Any]],
         levels.append(level)
     takes = sum(1 for ev in events if ev.get("event") == "take_next")
     limits, notes = scaled_limits(works, policy, takes)
-    module = _MODULE.format(
-        log=",\n    ".join(steps),
-        lanes=", ".join(f'"{k}"' for k, _, _ in works),
-        payloads=", ".join(str(p) for p in limits.payloads),
-        yields=", ".join(str(y) for _, _, y in works),
-        app_count=limits.app_count, app_bytes=limits.app_bytes,
-        life_count=limits.life_count, life_bytes=limits.life_bytes,
-        fixed=limits.fixed, burst=limits.burst,
-    )
+    module = _MODULE.format(log=",\n    ".join(steps), **limits.module_fields(works))
     return TraceModel(module, len(works), tuple(lines), tuple(levels), notes)
 
 
@@ -215,6 +207,19 @@ class Limits:
     fixed: int
     burst: int
     payloads: tuple[int, ...]
+
+    def module_fields(self, works: Sequence[tuple[str, int, int]]) -> dict[str, object]:
+        """The data module's policy and per-work fields (lanes, payloads as TLC gets them,
+        most yields), for ``str.format`` of a data module that names them alike
+        (``TraceLog.tla`` and ``WireLog.tla``)."""
+        return {
+            "lanes": ", ".join(f'"{k}"' for k, _, _ in works),
+            "payloads": ", ".join(str(p) for p in self.payloads),
+            "yields": ", ".join(str(y) for _, _, y in works),
+            "app_count": self.app_count, "app_bytes": self.app_bytes,
+            "life_count": self.life_count, "life_bytes": self.life_bytes,
+            "fixed": self.fixed, "burst": self.burst,
+        }
 
 
 def scaled_limits(works: Sequence[tuple[str, int, int]], policy: ZLinkExecutionLanePolicy,

@@ -273,14 +273,8 @@ def build_wire_model(q: QueueTranscript) -> WireModel:
     table = [(lane[w][0], lane[w][1], yields.get(w, 0)) for w in order]
     takes = sum(1 for s in q.steps if s.op == "take_next")
     limits, notes = scaled_limits(table, q.policy, takes)
-    module = _WIRE_MODULE.format(
-        log=",\n    ".join(ops), close_after=q.close_after,
-        lanes=", ".join(f'"{k}"' for k, _, _ in table),
-        payloads=", ".join(str(p) for p in limits.payloads),
-        yields=", ".join(str(y) for _, _, y in table),
-        app_count=limits.app_count, app_bytes=limits.app_bytes,
-        life_count=limits.life_count, life_bytes=limits.life_bytes,
-        fixed=limits.fixed, burst=limits.burst)
+    module = _WIRE_MODULE.format(log=",\n    ".join(ops), close_after=q.close_after,
+                                 **limits.module_fields(table))
     return WireModel(module, tuple(order), notes)
 
 
