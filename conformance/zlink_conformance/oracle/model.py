@@ -118,7 +118,7 @@ from zlink_model.rules import (
 )
 from zlink_model.vocabulary import TURN_WIRE_EVENTS
 
-from ..protocol.routing import Route, TargetInfo, route
+from ..protocol.routing import Submission, TargetInfo, submissions
 from .log import CaseLog
 
 __all__ = ["MAX_WORLDS", "Divergence", "ModelVerdict", "check_model", "replay_entries"]
@@ -126,10 +126,6 @@ __all__ = ["MAX_WORLDS", "Divergence", "ModelVerdict", "check_model", "replay_en
 MAX_RACING: Final = 6  # accepted verdicts of one submit_concurrent tried in every order
 LEADING: Final = 12  # entries of the log shown before a divergent event
 
-LIFECYCLE_ENTRIES: Final = frozenset(
-    {"execute_lifecycle", "enqueue_lifecycle", "execute_control", "execute_infrastructure"})
-PAYLOAD_ENTRIES: Final = frozenset(
-    {"execute_actor", "execute_application", "enqueue_with_payload_bytes"})
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -207,26 +203,8 @@ class _Rec(WorkRecord):
         return new
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class _Work:
-    """One submission as the runner made it."""
-
-    name: str
-    target: TargetInfo
-    entry: str
-    route: Route
-    lane: int
-    payload: int
-    barrier: bool
-
-    @property
-    def final(self) -> bool:
-        return self.target.type == "session" and self.entry == "execute_final"
-
-    @property
-    def moved(self) -> bool:
-        """A SpotWide Actor work: admitted by its Actor queue, run on the Spot queue."""
-        return self.route.claim is not None
+def _lane(info: Submission) -> int:
+    return LIFECYCLE_LANE if info.lifecycle else APPLICATION_LANE
 
 
 class _Shared:
@@ -236,7 +214,7 @@ class _Shared:
         self.targets: dict[str, TargetInfo] = {}
         self.policies: dict[str, dict[str, ZLinkExecutionLanePolicy]] = {}
         self.configs: dict[str, QueueConfig] = {}
-        self.works: dict[str, _Work] = {}
+        self.works: dict[str, Submission] = {}
         self.settled_calls: set[str] = set()
         self.closed: set[str] = set()  # targets closed to new work
         self.not_safely: set[str] = set()
@@ -424,24 +402,9 @@ class _Replay:
         self.shared.policies[name] = policies
 
     def _submission(self, sub: Mapping[str, Any]) -> None:
-        work = sub.get("work")
-        target = self.shared.targets.get(str(sub.get("target")))
-        entry = sub.get("entry")
-        if not isinstance(work, str) or target is None or not isinstance(entry, str) \
-                or work in self.shared.works:
-            return
-        try:
-            r = route(target, entry, sub.get("actor_id"), sub.get("timer_name"))
-        except ValueError:
-            return
-        payload = sub.get("payload_bytes", 0) if entry in PAYLOAD_ENTRIES else 0
-        self.shared.works[work] = _Work(
-            work, target, entry, r,
-            LIFECYCLE_LANE if entry in LIFECYCLE_ENTRIES else APPLICATION_LANE,
-            payload if isinstance(payload, int) else 0, entry == "enqueue_barrier_next")
-        for op in sub.get("script", []) or []:
-            if isinstance(op, dict) and op.get("op") == "submit":
-                self._submission(op)
+        works = self.shared.works
+        for info in submissions(sub, self.shared.targets):
+            works.setdefault(info.work, info)  # a work's first submission is its own
 
     def _dispose(self, target: str, mode: str) -> None:
         sh = self.shared
@@ -647,9 +610,9 @@ class _Replay:
                            f"{work} was never accepted in the model")
         return rec
 
-    def _apply(self, world: _World, *, name: str, info: _Work, msg: Mapping[str, Any]) -> None:
+    def _apply(self, world: _World, *, name: str, info: Submission, msg: Mapping[str, Any]) -> None:
         sh = self.shared
-        work = info.name
+        work = info.work
         if name == "accepted":
             self._accepted(world, info)
         elif name == "rejected":
@@ -686,45 +649,45 @@ class _Replay:
                 raise _ProblemError("SD-1", None, f"{work} was made a zombie, but {target} was "
                                              f"never disposed safely")
 
-    def _accepted(self, world: _World, info: _Work) -> None:
+    def _accepted(self, world: _World, info: Submission) -> None:
         sh = self.shared
         core = world.core(sh, info.route.admit, info.target.name)
         if info.final:
             if info.target.name in sh.closed:
                 raise _ProblemError("D-12", "NoWorkAcceptedAfterClose",
-                               f"{info.name} accepted after {info.target.name} was closed")
-            rec = _Rec(info.name)
-            world.finals[info.name] = rec
+                               f"{info.work} accepted after {info.target.name} was closed")
+            rec = _Rec(info.work)
+            world.finals[info.work] = rec
             sh.closed.add(info.target.name)
             core.close()
             return
         if info.target.name in sh.closed and not core.closed:
             core.close()
-        rec = _Rec(info.name)
+        rec = _Rec(info.work)
         try:
-            core.admit(rec, info.lane, info.payload, info.barrier)
+            core.admit(rec, _lane(info), info.payload, info.barrier)
         except ZLinkRejectedError as exc:
             if exc.reason.value == "closed":
                 raise _ProblemError("SE-6.2", "NoWorkAcceptedAfterClose",
-                               f"{info.name} accepted by {core.name}, which is closed") from None
-            lane = "lifecycle" if info.lane == LIFECYCLE_LANE else "application"
-            count, nbytes = core.reserved_of(info.lane)
+                               f"{info.work} accepted by {core.name}, which is closed") from None
+            lane = "lifecycle" if _lane(info) == LIFECYCLE_LANE else "application"
+            count, nbytes = core.reserved_of(_lane(info))
             raise _ProblemError("SE-5.1", "CapacityRespected",
-                           f"{info.name} accepted by {core.name}, but its {lane} lane holds "
+                           f"{info.work} accepted by {core.name}, but its {lane} lane holds "
                            f"{count} work(s) and {nbytes} bytes: admitting it breaks "
                            f"{exc.reason.value}") from None
-        world.recs[info.name] = rec
+        world.recs[info.work] = rec
 
-    def _rejected(self, world: _World, info: _Work, reason: str) -> None:
+    def _rejected(self, world: _World, info: Submission, reason: str) -> None:
         sh = self.shared
         if info.target.name in sh.closed:
             want = "closed"
         else:
             core = world.core(sh, info.route.admit, info.target.name)
             config = core.config
-            life = info.lane == LIFECYCLE_LANE
+            life = _lane(info) == LIFECYCLE_LANE
             nbytes = reservation_bytes(info.payload, config.policy.fixed_work_byte_cost)
-            count, used = core.reserved_of(info.lane)
+            count, used = core.reserved_of(_lane(info))
             verdict = admission_verdict(
                 core.closed, life, count, used, nbytes,
                 config.life_count_cap if life else config.app_count_cap,
@@ -733,37 +696,37 @@ class _Replay:
             if want == "accept":
                 lane = "lifecycle" if life else "application"
                 raise _ProblemError("SE-5.1", None,
-                               f"{info.name} rejected ({reason}) by {core.name}, but its "
+                               f"{info.work} rejected ({reason}) by {core.name}, but its "
                                f"{lane} lane holds {count} work(s) and {used} bytes: "
                                f"{nbytes} more bytes fit")
         if want != reason:
             raise _ProblemError("SE-5.1" if want != "closed" else "SE-6.2", None,
-                           f"{info.name} rejected for {reason}; the model's reason is {want}")
+                           f"{info.work} rejected for {reason}; the model's reason is {want}")
 
-    def _holder(self, world: _World, info: _Work, what: str) -> _Rec:
-        rec = self._turn_rec(world, info.name)
+    def _holder(self, world: _World, info: Submission, what: str) -> _Rec:
+        rec = self._turn_rec(world, info.work)
         core = world.cores[info.route.run]
         if core.current is not rec:
             holder = core.current.name if core.current is not None else "nobody"
             raise _ProblemError("SE-1.1", "OneTurnPerOwner",
-                           f"{info.name} reported {what} off its turn: {holder} holds the "
+                           f"{info.work} reported {what} off its turn: {holder} holds the "
                            f"turn of {core.name}")
         return rec
 
-    def _end_claim(self, world: _World, info: _Work, outcome: int) -> None:
+    def _end_claim(self, world: _World, info: Submission, outcome: int) -> None:
         if not info.moved:
             return
         actor = world.cores[info.route.admit]
-        rec = world.recs[info.name]
+        rec = world.recs[info.work]
         if actor.current is not rec:
             raise _ProblemError("SE-4.6", "YieldedActorKeepsClaim",
-                           f"{info.name} ended without holding its Actor's claim on {actor.name}")
+                           f"{info.work} ended without holding its Actor's claim on {actor.name}")
         actor.finish(rec, outcome)
         _leave(actor)
 
-    def _started(self, world: _World, info: _Work, *, resume: bool) -> None:
+    def _started(self, world: _World, info: Submission, *, resume: bool) -> None:
         sh = self.shared
-        work = info.name
+        work = info.work
         if info.final and work in world.finals:
             core = world.core(sh, info.route.admit, info.target.name)
             raise _ProblemError("D-12", None, f"{work} (the session's final work) started while "
@@ -865,37 +828,37 @@ class _Replay:
                             f"which is ahead of it")
         return explain
 
-    def _not_moved(self, world: _World, info: _Work) -> _ProblemError:
+    def _not_moved(self, world: _World, info: Submission) -> _ProblemError:
         """Why a SpotWide Actor work cannot have its execution turn yet."""
         actor = world.cores.get(info.route.admit)
-        rec = world.recs.get(info.name)
+        rec = world.recs.get(info.work)
         if actor is None or rec is None:
             return _ProblemError("D-11", "EveryAcceptedWorkEndsOnce",
-                            f"{info.name} was never accepted in the model")
+                            f"{info.work} was never accepted in the model")
         if actor.current is not None and actor.current is not rec:
             holder = actor.current.name
             turn = world.turns.get(holder)
             if turn is not None and turn.phase == QUEUED:
                 return _ProblemError(
                     "SE-6.6", "FifoWithinLane",
-                    f"{info.name} started before {holder}, which is ahead of it on "
+                    f"{info.work} started before {holder}, which is ahead of it on "
                     f"{actor.name} (its execution turn already waits on {info.route.run})")
             state = "yielded" if turn is not None and turn.phase in (SUSPENDED, REQUEUED) \
                 else "in progress"
             return _ProblemError("SE-4.6", "YieldedActorKeepsClaim",
-                            f"{info.name} started on {info.route.run} while {holder} of the same "
+                            f"{info.work} started on {info.route.run} while {holder} of the same "
                             f"Actor is {state}: {actor.name}'s claim is held")
         head = next((r for s in Source for r in actor.line(s)), None)
         if head is not None and head is not rec:
             return _ProblemError("SE-6.6", "FifoWithinLane",
-                            f"{info.name} started before {head.name}, "
+                            f"{info.work} started before {head.name}, "
                             f"which is ahead of it on {actor.name}")
-        return _ProblemError("SE-4.5", None, f"{info.name} has no execution turn on "
+        return _ProblemError("SE-4.5", None, f"{info.work} has no execution turn on "
                                         f"{info.route.run}")
 
-    def _cancelled(self, world: _World, info: _Work) -> None:
+    def _cancelled(self, world: _World, info: Submission) -> None:
         sh = self.shared
-        work = info.name
+        work = info.work
         if info.final and ("final", work) in world.to_cancel:
             world.to_cancel.discard(("final", work))
             return
@@ -936,12 +899,12 @@ class _Replay:
         else:
             raise _ProblemError("D-11", "EveryAcceptedWorkEndsOnce", f"{work} ended twice")
 
-    def _end_claim_cancelled(self, world: _World, info: _Work) -> None:
+    def _end_claim_cancelled(self, world: _World, info: Submission) -> None:
         """A SpotWide turn that never started was cancelled: its Actor's record ends too
         (one outcome, D-21)."""
-        if info.moved and info.name in world.turns:
+        if info.moved and info.work in world.turns:
             actor = world.cores[info.route.admit]
-            rec = world.recs[info.name]
+            rec = world.recs[info.work]
             if actor.current is rec:
                 actor.finish(rec, CANCELLED)
                 _leave(actor)

@@ -14,8 +14,20 @@ queue is ``S/actor:A`` and its timer queue ``S/timer:t``.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterator, Mapping
+from typing import Any, Final
 
-__all__ = ["Route", "TargetInfo", "actor_owner", "route", "timer_owner"]
+__all__ = [
+    "LIFECYCLE_ENTRIES", "PAYLOAD_ENTRIES", "Route", "Submission", "TargetInfo",
+    "actor_owner", "route", "submissions", "timer_owner",
+]
+
+LIFECYCLE_ENTRIES: Final = frozenset(
+    {"execute_lifecycle", "enqueue_lifecycle", "execute_control", "execute_infrastructure"})
+"""Entries whose work takes the lifecycle lane (SE-6.2)."""
+PAYLOAD_ENTRIES: Final = frozenset(
+    {"execute_actor", "execute_application", "enqueue_with_payload_bytes"})
+"""Entries whose work reserves its ``payload_bytes`` besides the fixed cost (SE-6.2)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -100,3 +112,54 @@ def route(target: TargetInfo, entry: str, actor_id: str | None = None,
         own = timer_owner(name, timer_name)
         return Route(own, own)
     raise ValueError(f"a spot has no entry {entry!r}")
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Submission:
+    """One work as a runner's ``submit`` made it: where it goes and what it reserves.
+
+    Every judge of a transcript (the kit's model oracle, TLC through the trace checker)
+    reads submissions the same way, so they are read here once."""
+
+    work: str
+    target: TargetInfo
+    entry: str
+    route: Route
+    lifecycle: bool  # the lifecycle lane (LIFECYCLE_ENTRIES), else the application lane
+    payload: int  # payload bytes beyond the fixed cost (PAYLOAD_ENTRIES), else 0
+    barrier: bool  # enqueue_barrier_next
+
+    @property
+    def final(self) -> bool:
+        """A Session's final work (D-12: placed after the Session's other work)."""
+        return self.target.type == "session" and self.entry == "execute_final"
+
+    @property
+    def moved(self) -> bool:
+        """A SpotWide Actor work: admitted by its Actor queue, run on the Spot queue."""
+        return self.route.claim is not None
+
+
+def submissions(sub: Mapping[str, Any], targets: Mapping[str, TargetInfo]
+                ) -> Iterator[Submission]:
+    """The work a ``submit`` (or one of ``submit_concurrent``'s) names, then every work
+    its script submits, depth first, routed by the table above.
+
+    A work the table cannot route (an unknown target, an entry its type lacks, a missing
+    actor id or timer name) is skipped with its script: the adapter must refuse it, and
+    the runner's own checks say so; there is nothing for a judge to place."""
+    work, target, entry = sub.get("work"), targets.get(str(sub.get("target"))), \
+        sub.get("entry")
+    if not isinstance(work, str) or target is None or not isinstance(entry, str):
+        return
+    try:
+        r = route(target, entry, sub.get("actor_id"), sub.get("timer_name"))
+    except ValueError:
+        return
+    payload = sub.get("payload_bytes", 0) if entry in PAYLOAD_ENTRIES else 0
+    yield Submission(work, target, entry, r, entry in LIFECYCLE_ENTRIES,
+                     payload if isinstance(payload, int) else 0,
+                     entry == "enqueue_barrier_next")
+    for op in sub.get("script", []) or []:
+        if isinstance(op, dict) and op.get("op") == "submit":
+            yield from submissions(op, targets)

@@ -34,8 +34,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
-from zlink_conformance.oracle.model import LIFECYCLE_ENTRIES, PAYLOAD_ENTRIES
-from zlink_conformance.protocol.routing import Route, TargetInfo, route
+from zlink_conformance.protocol.routing import Submission, TargetInfo, submissions
 from zlink_model.policy import ZLinkExecutionLanePolicy
 from zlink_model.vocabulary import WIRE_EVENTS, tla_actions, transition
 
@@ -82,13 +81,9 @@ class QueueTranscript:
     not_checked: str | None = None
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class _Submission:
-    target: TargetInfo
-    entry: str
-    route: Route
-    kind: str  # app, life, barrier
-    payload: int
+def _kind(sub: Submission) -> str:
+    """The lane word of TraceWireSerialQueue.tla's data module: app, life or barrier."""
+    return "life" if sub.lifecycle else "barrier" if sub.barrier else "app"
 
 
 def is_transcript(record: Any) -> bool:
@@ -129,29 +124,15 @@ def queue_transcripts(entries: Sequence[tuple[str, Mapping[str, Any]]]) -> list[
     observed steps (or the reason TLC cannot check it)."""
     targets: dict[str, TargetInfo] = {}
     policies: dict[str, dict[str, ZLinkExecutionLanePolicy]] = {}
-    works: dict[str, _Submission] = {}
+    works: dict[str, Submission] = {}
     queues: dict[str, QueueTranscript] = {}
     closed: set[str] = set()  # targets a close or disposal was sent to
     pending: dict[str, tuple[QueueTranscript, int]] = {}  # call -> its yield step
     settled: set[str] = set()  # calls the runner completed or failed
 
     def submission(sub: Mapping[str, Any]) -> None:
-        work, target, entry = sub.get("work"), targets.get(str(sub.get("target"))), \
-            sub.get("entry")
-        if not isinstance(work, str) or target is None or not isinstance(entry, str):
-            return
-        try:
-            r = route(target, entry, sub.get("actor_id"), sub.get("timer_name"))
-        except ValueError:
-            return
-        payload = sub.get("payload_bytes", 0) if entry in PAYLOAD_ENTRIES else 0
-        kind = ("life" if entry in LIFECYCLE_ENTRIES
-                else "barrier" if entry == "enqueue_barrier_next" else "app")
-        works[work] = _Submission(target, entry, r, kind,
-                                  payload if isinstance(payload, int) else 0)
-        for op in sub.get("script", []) or []:
-            if isinstance(op, dict) and op.get("op") == "submit":
-                submission(op)
+        for info in submissions(sub, targets):
+            works[info.work] = info
 
     def queue(owner: str, target: str) -> QueueTranscript:
         q = queues.get(owner)
@@ -238,7 +219,7 @@ def queue_transcripts(entries: Sequence[tuple[str, Mapping[str, Any]]]) -> list[
             pending[on_call] = (q, len(q.steps))
         q.steps.append(WireStep(steps[0], work, pos, name,
                                 closed=name == "rejected" and msg.get("reason") == "closed",
-                                kind=sub.kind, payload=sub.payload))
+                                kind=_kind(sub), payload=sub.payload))
     return list(queues.values())
 
 
