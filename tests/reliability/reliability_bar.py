@@ -35,11 +35,12 @@ import argparse
 import asyncio
 import contextlib
 import dataclasses
+import itertools
 import random
 import sys
 import threading
 from collections import Counter
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from zlink_reference import (
@@ -268,6 +269,17 @@ def _entry(owner: Any, n: int, work: Callable[[], Any]) -> Callable[[], ZLinkWor
 KINDS = ("queue", "per_actor", "spot_wide")
 
 
+def _rounds(total: Counts, reps: int, *axes: Sequence[str]) -> Iterator[tuple[Any, ...]]:
+    """Every round of a scenario: (repetition, one value of each axis, owner kind), in
+    order, stopping at the scenario's first violation (the bar failed already, and a
+    broken runtime may hang in the rounds after it)."""
+    for rep in range(reps):
+        for combo in itertools.product(*axes, KINDS):
+            if total.violations:
+                return
+            yield (rep, *combo)
+
+
 async def handler_exceptions(size: Size, rnd: random.Random) -> Counts:
     """Works that raise: synchronously, after an await, after a yielded external
     call, and ``CancelledError`` raised by the work itself. Only that work fails."""
@@ -292,17 +304,14 @@ async def handler_exceptions(size: Size, rnd: random.Random) -> Counts:
             return n
         return work
 
-    for rep in range(size.rounds):
-        for kind in KINDS:
-            if total.violations:
-                break  # the bar failed already: stop, a broken runtime may hang
-            ledger = Ledger(total.scenario)
-            owner = _owner(kind, ledger)
-            for n in range(size.works):
-                ledger.submit(_entry(owner, n + rep, make(n)))
-                if rnd.random() < 0.2:
-                    await asyncio.sleep(0)
-            total.add(await ledger.settle([owner]))
+    for rep, kind in _rounds(total, size.rounds):
+        ledger = Ledger(total.scenario)
+        owner = _owner(kind, ledger)
+        for n in range(size.works):
+            ledger.submit(_entry(owner, n + rep, make(n)))
+            if rnd.random() < 0.2:
+                await asyncio.sleep(0)
+        total.add(await ledger.settle([owner]))
     return total
 
 
@@ -311,39 +320,36 @@ async def cancelled_submitters(size: Size, rnd: random.Random) -> Counts:
     ``Task.cancel``, an ``asyncio.wait_for`` that times out): the work still ends once,
     and no other awaiter is disturbed."""
     total = Counts("cancelled waiting submitter")
-    for _rep in range(size.rounds):
-        for kind in KINDS:
-            if total.violations:
-                break  # the bar failed already: stop, a broken runtime may hang
-            ledger = Ledger(total.scenario)
-            owner = _owner(kind, ledger)
-            gate = asyncio.Event()
+    for _rep, kind in _rounds(total, size.rounds):
+        ledger = Ledger(total.scenario)
+        owner = _owner(kind, ledger)
+        gate = asyncio.Event()
 
-            async def work(gate: asyncio.Event = gate) -> str:
-                await yield_framework_call(gate.wait())
-                return "done"
+        async def work(gate: asyncio.Event = gate) -> str:
+            await yield_framework_call(gate.wait())
+            return "done"
 
-            async def submitter(n: int, owner: Any = owner, ledger: Ledger = ledger,
-                                work: Callable[[], Any] = work) -> None:
-                h = ledger.submit(_entry(owner, n, work))
-                if h is not None:
-                    if n % 3 == 0:
-                        with contextlib.suppress(TimeoutError):
-                            await asyncio.wait_for(h, 0.0005)
-                    else:
-                        await h
+        async def submitter(n: int, owner: Any = owner, ledger: Ledger = ledger,
+                            work: Callable[[], Any] = work) -> None:
+            h = ledger.submit(_entry(owner, n, work))
+            if h is not None:
+                if n % 3 == 0:
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(h, 0.0005)
+                else:
+                    await h
 
-            tasks = [asyncio.create_task(submitter(n)) for n in range(size.works)]
-            await run_until_idle()
-            for t in tasks:
-                if rnd.random() < 0.5:
-                    t.cancel()
-            await asyncio.sleep(0.002)
-            gate.set()
-            _done, stuck = await asyncio.wait(tasks, timeout=2.0)
-            for t in stuck:  # a submitter whose work never ended: settle books it
+        tasks = [asyncio.create_task(submitter(n)) for n in range(size.works)]
+        await run_until_idle()
+        for t in tasks:
+            if rnd.random() < 0.5:
                 t.cancel()
-            total.add(await ledger.settle([owner]))
+        await asyncio.sleep(0.002)
+        gate.set()
+        _done, stuck = await asyncio.wait(tasks, timeout=2.0)
+        for t in stuck:  # a submitter whose work never ended: settle books it
+            t.cancel()
+        total.add(await ledger.settle([owner]))
     return total
 
 
@@ -352,32 +358,29 @@ async def close_during_drain(size: Size, rnd: random.Random) -> Counts:
     between turns): what was accepted still runs, later submissions are refused
     typed (``ZLinkClosedError``)."""
     total = Counts("close() during a drain")
-    for _rep in range(size.rounds):
-        for kind in KINDS:
-            if total.violations:
-                break  # the bar failed already: stop, a broken runtime may hang
-            ledger = Ledger(total.scenario)
-            owner = _owner(kind, ledger)
-            close_at = rnd.randrange(size.works)
+    for _rep, kind in _rounds(total, size.rounds):
+        ledger = Ledger(total.scenario)
+        owner = _owner(kind, ledger)
+        close_at = rnd.randrange(size.works)
 
-            def make(n: int, owner: Any = owner, ledger: Ledger = ledger,
-                     close_at: int = close_at) -> Callable[[], Any]:
-                async def work() -> None:
-                    if n == close_at:
-                        owner.close()
-                    if n % 2:
-                        await yield_framework_call(asyncio.sleep(0))
-                    # Submissions from inside a work, before and after the close.
-                    ledger.submit(_entry(owner, n + 1, lambda: None))
-                return work
+        def make(n: int, owner: Any = owner, ledger: Ledger = ledger,
+                 close_at: int = close_at) -> Callable[[], Any]:
+            async def work() -> None:
+                if n == close_at:
+                    owner.close()
+                if n % 2:
+                    await yield_framework_call(asyncio.sleep(0))
+                # Submissions from inside a work, before and after the close.
+                ledger.submit(_entry(owner, n + 1, lambda: None))
+            return work
 
-            for n in range(size.works):
-                ledger.submit(_entry(owner, n, make(n)))
-                if rnd.random() < 0.1:
-                    await asyncio.sleep(0)
-            total.add(await ledger.settle([owner]))
-            if not owner.closed:
-                total.violations.append("close() from inside a work did not close")
+        for n in range(size.works):
+            ledger.submit(_entry(owner, n, make(n)))
+            if rnd.random() < 0.1:
+                await asyncio.sleep(0)
+        total.add(await ledger.settle([owner]))
+        if not owner.closed:
+            total.violations.append("close() from inside a work did not close")
     return total
 
 
@@ -401,73 +404,69 @@ async def disposal_modes(size: Size, rnd: random.Random) -> Counts:
     work that survives its cancellation (SD-3a)."""
     total = Counts("disposal modes x queued/running/yielded")
     modes = ("dispose", "dispose_safely", "timeout_expires", "timeout_in_time")
-    for rep in range(max(1, size.rounds // 2)):
-        for mode in modes:
-            for kind in KINDS:
-                if total.violations:
-                    break  # the bar failed already: stop, a broken runtime may hang
-                ledger = Ledger(f"{total.scenario}")
-                clock = VirtualClock()
-                owner = _owner(kind, ledger, clock=clock)
-                gate = asyncio.Event()
-                external: list[asyncio.Future[None]] = []
-                loop = asyncio.get_running_loop()
+    for rep, mode, kind in _rounds(total, max(1, size.rounds // 2), modes):
+        ledger = Ledger(f"{total.scenario}")
+        clock = VirtualClock()
+        owner = _owner(kind, ledger, clock=clock)
+        gate = asyncio.Event()
+        external: list[asyncio.Future[None]] = []
+        loop = asyncio.get_running_loop()
 
-                async def yielded(loop: asyncio.AbstractEventLoop = loop,
-                                  external: list[asyncio.Future[None]] = external) -> str:
-                    fut: asyncio.Future[None] = loop.create_future()
-                    external.append(fut)
-                    await yield_framework_call(fut)
-                    return "yielded"
+        async def yielded(loop: asyncio.AbstractEventLoop = loop,
+                          external: list[asyncio.Future[None]] = external) -> str:
+            fut: asyncio.Future[None] = loop.create_future()
+            external.append(fut)
+            await yield_framework_call(fut)
+            return "yielded"
 
-                async def running(gate: asyncio.Event = gate) -> str:
-                    await gate.wait()  # holds the turn
-                    return "running"
+        async def running(gate: asyncio.Event = gate) -> str:
+            await gate.wait()  # holds the turn
+            return "running"
 
-                async def survivor(gate: asyncio.Event = gate) -> str:
-                    try:
-                        await gate.wait()
-                    except asyncio.CancelledError:
-                        await gate.wait()  # ignores its cancellation (SD-3a)
-                    return "survived"
+        async def survivor(gate: asyncio.Event = gate) -> str:
+            try:
+                await gate.wait()
+            except asyncio.CancelledError:
+                await gate.wait()  # ignores its cancellation (SD-3a)
+            return "survived"
 
-                plan: list[Callable[[], Any]] = [yielded, yielded, running, survivor, yielded]
-                plan += [lambda: None] * (size.works // 4)
-                started: set[int] = set()
-                for n, work in enumerate(plan):
-                    ledger.submit(_entry(owner, n + rep, _marked(started, n, work)))
+        plan: list[Callable[[], Any]] = [yielded, yielded, running, survivor, yielded]
+        plan += [lambda: None] * (size.works // 4)
+        started: set[int] = set()
+        for n, work in enumerate(plan):
+            ledger.submit(_entry(owner, n + rep, _marked(started, n, work)))
+        await run_until_idle()
+        if mode == "dispose":
+            owner.dispose()
+        elif mode == "dispose_safely":
+            owner.dispose_safely()
+        else:
+            owner.dispose_after_timeout(5)
+            if mode == "timeout_expires":
                 await run_until_idle()
-                if mode == "dispose":
-                    owner.dispose()
-                elif mode == "dispose_safely":
-                    owner.dispose_safely()
-                else:
-                    owner.dispose_after_timeout(5)
-                    if mode == "timeout_expires":
-                        await run_until_idle()
-                        clock.advance(10)
-                await run_until_idle()
-                # A cancelling disposal (dispose, an expired timeout) ends every work
-                # that has not started: none of them may start later (SD-1).
-                cancelling = mode in ("dispose", "timeout_expires")
-                before = set(started)
-                # New work is refused after any disposal, typed.
-                ledger.submit(_entry(owner, 0, lambda: None))
+                clock.advance(10)
+        await run_until_idle()
+        # A cancelling disposal (dispose, an expired timeout) ends every work
+        # that has not started: none of them may start later (SD-1).
+        cancelling = mode in ("dispose", "timeout_expires")
+        before = set(started)
+        # New work is refused after any disposal, typed.
+        ledger.submit(_entry(owner, 0, lambda: None))
 
-                def answer(external: list[asyncio.Future[None]] = external,
-                           gate: asyncio.Event = gate) -> None:
-                    """Answer every external call made so far (works that start after
-                    the disposal make theirs later) and open the gate."""
-                    for fut in external:
-                        if not fut.done():
-                            fut.set_result(None)
-                    gate.set()
+        def answer(external: list[asyncio.Future[None]] = external,
+                   gate: asyncio.Event = gate) -> None:
+            """Answer every external call made so far (works that start after
+            the disposal make theirs later) and open the gate."""
+            for fut in external:
+                if not fut.done():
+                    fut.set_result(None)
+            gate.set()
 
-                total.add(await ledger.settle([owner], pump=answer))
-                if cancelling and started - before:
-                    total.violations.append(
-                        f"{mode} on {kind}: works {sorted(started - before)} never started "
-                        "before the cancelling disposal and ran after it")
+        total.add(await ledger.settle([owner], pump=answer))
+        if cancelling and started - before:
+            total.violations.append(
+                f"{mode} on {kind}: works {sorted(started - before)} never started "
+                "before the cancelling disposal and ran after it")
     return total
 
 
@@ -507,50 +506,47 @@ async def threads_racing_close_and_dispose(size: Size, rnd: random.Random) -> Co
     loop_errors: list[dict[str, Any]] = []
     loop.set_exception_handler(lambda _loop, ctx: loop_errors.append(ctx))
     try:
-        for _rep in range(size.rounds):
-            for kind in KINDS:
-                if total.violations:
-                    break  # the bar failed already: stop, a broken runtime may hang
-                ledger = Ledger(total.scenario)
-                owner = _owner(kind, ledger, policy=small_policy(64))
+        for _rep, kind in _rounds(total, size.rounds):
+            ledger = Ledger(total.scenario)
+            owner = _owner(kind, ledger, policy=small_policy(64))
 
-                async def work() -> None:
-                    await yield_framework_call(asyncio.sleep(0))
+            async def work() -> None:
+                await yield_framework_call(asyncio.sleep(0))
 
-                def body(tid: int, start: threading.Barrier, owner: Any = owner,
-                         ledger: Ledger = ledger) -> None:
-                    start.wait()
-                    for i in range(size.per_thread):
-                        n = tid * size.per_thread + i
-                        ledger.submit(_entry(owner, n, work if n % 2 else (lambda: None)))
+            def body(tid: int, start: threading.Barrier, owner: Any = owner,
+                     ledger: Ledger = ledger) -> None:
+                start.wait()
+                for i in range(size.per_thread):
+                    n = tid * size.per_thread + i
+                    ledger.submit(_entry(owner, n, work if n % 2 else (lambda: None)))
 
-                def ender(call: Callable[[], None], start: threading.Barrier,
-                          after: int, ledger: Ledger = ledger) -> None:
-                    """End the owner once ``after`` submissions were made (or all)."""
-                    start.wait()
-                    while (ledger.counts.submitted < after
-                           and ledger.counts.submitted < size.threads * size.per_thread):
-                        threading.Event().wait(0.0001)
-                    try:
-                        call()
-                    except BaseException as exc:
-                        with ledger.lock:
-                            ledger.counts.violations.append(f"ending raised {exc!r}")
+            def ender(call: Callable[[], None], start: threading.Barrier,
+                      after: int, ledger: Ledger = ledger) -> None:
+                """End the owner once ``after`` submissions were made (or all)."""
+                start.wait()
+                while (ledger.counts.submitted < after
+                       and ledger.counts.submitted < size.threads * size.per_thread):
+                    threading.Event().wait(0.0001)
+                try:
+                    call()
+                except BaseException as exc:
+                    with ledger.lock:
+                        ledger.counts.violations.append(f"ending raised {exc!r}")
 
-                start = threading.Barrier(size.threads + 2)
-                threads = [threading.Thread(target=body, args=(t, start))
-                           for t in range(size.threads)]
-                last = size.threads * size.per_thread
-                threads += [threading.Thread(target=ender, args=(
-                    call, start, rnd.randrange(last))) for call in (owner.close,
-                                                                    owner.dispose)]
-                for t in threads:
-                    t.start()
-                while any(t.is_alive() for t in threads):
-                    await asyncio.sleep(0)
-                for t in threads:
-                    t.join()
-                total.add(await ledger.settle([owner]))
+            start = threading.Barrier(size.threads + 2)
+            threads = [threading.Thread(target=body, args=(t, start))
+                       for t in range(size.threads)]
+            last = size.threads * size.per_thread
+            threads += [threading.Thread(target=ender, args=(
+                call, start, rnd.randrange(last))) for call in (owner.close,
+                                                                owner.dispose)]
+            for t in threads:
+                t.start()
+            while any(t.is_alive() for t in threads):
+                await asyncio.sleep(0)
+            for t in threads:
+                t.join()
+            total.add(await ledger.settle([owner]))
         if loop_errors:
             total.violations.append(f"the loop reported {loop_errors[:3]!r}")
     finally:
