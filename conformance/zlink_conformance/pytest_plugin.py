@@ -75,6 +75,7 @@ class SharedRunner:
         self.aborted_at: str | None = None
         self.results: list[CaseResult] = []
         self.t0 = time.monotonic()
+        self.started_at = time.time()
 
     def start(self, nodeid: str) -> None:
         """Start the adapter (in the first item's setup, so that a failure to start is
@@ -99,7 +100,8 @@ class SharedRunner:
 
     def report(self) -> SuiteReport:
         return SuiteReport(self.argv, self.runner.handshake, self.results,
-                           time.monotonic() - self.t0, self.runner.restarts, self.allow_skips)
+                           time.monotonic() - self.t0, self.runner.restarts, self.allow_skips,
+                           self.started_at)
 
     def stop(self) -> None:
         self.runner.stop()

@@ -10,6 +10,7 @@ element id is unique (an SVG pattern id repeated per timeline made 14 duplicates
 
 from __future__ import annotations
 
+import datetime
 import re
 import shutil
 import struct
@@ -25,6 +26,7 @@ from zlink_conformance.oracle.log import CaseLog
 from zlink_conformance.protocol.wire import CAPABILITIES, Event
 from zlink_conformance.report import junit_xml
 from zlink_conformance.report.html import html_report, write_html
+from zlink_conformance.report.junit import error_kind
 from zlink_conformance.runner import CaseResult, SuiteReport
 from zlink_conformance.runner.process import Handshake
 
@@ -207,6 +209,29 @@ def test_junit_carries_timestamp_hostname_and_failure_types(catalogue: Catalogue
     assert all(types[case_id] == "not-run" for case_id in unrun)
     errors = [c.find("error") for c in root.iter("testcase") if c.find("error") is not None]
     assert [e.get("type") for e in errors] == ["AP-5"]  # the adapter rule, not the case's
+
+
+def test_junit_timestamp_is_the_run_start_the_report_recorded(catalogue: Catalogue) -> None:
+    """With ``--repeat`` the report of the first run is written after every run ended:
+    its timestamp must be when that run began, not the writing time less its length."""
+    report, _ = _report(catalogue)
+    report.started_at = datetime.datetime(2026, 1, 2, 3, 4, 5, tzinfo=datetime.UTC).timestamp()
+    root = ET.fromstring(junit_xml(report))
+    assert root.get("timestamp") == "2026-01-02T03:04:05"
+
+
+def test_AP_1_an_error_type_never_takes_a_rule_from_the_adapters_text(
+        catalogue: Catalogue) -> None:
+    """An errored case is an adapter problem: its ``type`` names the runner's AP fault,
+    or ``adapter``; a rule tag inside the adapter's own words (a refusal that quotes
+    ``[SE-5.1]``) must not turn it into a verdict on a runtime rule."""
+    case = next(iter(catalogue.cases))
+    quoted = CaseResult(case, "error", 0.01, [
+        "submit refused by the adapter: 'cannot honour [SE-5.1] here'",
+        "adapter fault [AP-2] adapter stdout line 9: a second reply"])
+    assert error_kind(quoted) == "AP-2"
+    only_text = CaseResult(case, "error", 0.01, ["refused: 'see [SD-3] and [AP-4]'"])
+    assert error_kind(only_text) == "adapter"
 
 
 def _png_size(path: Path) -> tuple[int, int]:

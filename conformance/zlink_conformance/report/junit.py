@@ -2,8 +2,9 @@
 the case's strength, name its ID, time its duration; a failed case is a <failure>, an
 adapter problem an <error>, a missing capability <skipped>.
 
-The suite carries ``timestamp`` (the run's start: now less the run's duration, as the
-report holds no clock reading; UTC, in the schema's form without a zone), ``hostname``
+The suite carries ``timestamp`` (the run's start as the report recorded it, or now less
+the run's duration for a report made without one; UTC, in the schema's form without a
+zone; with ``--repeat`` the first run's, the run the report describes), ``hostname``
 and properties with the verdict, the runtime and its declared capabilities. A <failure>
 carries the rule it broke first as ``type`` (``not-run`` and ``unexpected-pass`` for the
 run's own failures), an <error> the adapter rule it broke or ``adapter``. Adapter text
@@ -22,6 +23,9 @@ from ..runner.suite import CaseResult, SuiteReport
 from .text import NAME_LIMIT, display, display_list
 
 _RULE = re.compile(r"\[(?:[A-Za-z]+ )*((?:SE|SD|D|AP)-[0-9]+(?:\.[0-9]+)?)\]")
+# The runner's own words for an adapter fault (protocol.faults.adapter_fault): an error's
+# type is read from these only, never from a rule tag the adapter's text may carry.
+_FAULT = re.compile(r"adapter fault \[(AP-[0-9]+)\]")
 
 __all__ = ["error_kind", "failure_rule", "junit_xml", "write_junit"]
 
@@ -33,8 +37,11 @@ def junit_xml(report: SuiteReport, *, allow_skips: bool | None = None) -> str:
     verdict = report.verdict(allow_skips=allow_skips)
     not_run_fails = not verdict.allow_skips
     unrun = sum(1 for r in report.results if r.case.required and r.outcome == "skipped")
-    started = (datetime.datetime.now(datetime.UTC)
-               - datetime.timedelta(seconds=report.seconds))
+    if report.started_at is not None:
+        started = datetime.datetime.fromtimestamp(report.started_at, datetime.UTC)
+    else:
+        started = (datetime.datetime.now(datetime.UTC)
+                   - datetime.timedelta(seconds=report.seconds))
     suite = ET.Element("testsuite", {
         "name": "zlink-conformance",
         "tests": str(len(report.results)),
@@ -110,11 +117,12 @@ def failure_rule(result: CaseResult) -> str:
 
 
 def error_kind(result: CaseResult) -> str:
-    """What an errored case's ``type`` says: the rule its first tagged message names (an
-    adapter fault names its AP rule), else ``adapter``. Never the case's own rule: an
-    error is not a verdict on the runtime."""
+    """What an errored case's ``type`` says: the AP rule of its first adapter fault (in
+    the runner's words, ``adapter fault [AP-n]``), else ``adapter``. Never a runtime
+    rule, not even one the adapter's own text names (a refusal quoting ``[SE-5.1]``):
+    an error is not a verdict on the runtime."""
     for message in result.messages:
-        found = _RULE.search(message)
+        found = _FAULT.search(message)
         if found:
             return found.group(1)
     return "adapter"

@@ -240,6 +240,7 @@ class SuiteReport:
     seconds: float
     restarts: int = 0
     allow_skips: bool = False  # how the run was judged (--allow-skips)
+    started_at: float | None = None  # wall clock (time.time()) when the run began
 
     def count(self, status: str, *, required: bool | None = None) -> int:
         """How many cases ended with ``status`` (only required/optional ones if given)."""
@@ -396,6 +397,7 @@ class Runner:
     def run(self, cases: Sequence[Case], progress: Progress | None = None) -> SuiteReport:
         """Run every case (starting the adapter if needed) and return the report."""
         t0 = time.monotonic()
+        started_at = time.time()
         if self.handshake is None:
             self.start()
         results = []
@@ -405,7 +407,7 @@ class Runner:
             if progress is not None:
                 progress(index, len(cases), result)
         return SuiteReport(self.argv, self.handshake, results, time.monotonic() - t0,
-                           self.restarts)
+                           self.restarts, started_at=started_at)
 
     def run_case(self, case: Case) -> CaseResult:
         """Run one case and judge it."""
