@@ -239,6 +239,7 @@ def run(args: argparse.Namespace) -> int:
                         transcripts=args.transcripts if number == 1 else None,
                         known_failures=known, strict_settle=args.strict_settle) as runner:
                 report = runner.run(cases, reporter)
+            reporter.revisit()  # a fault charged to the last case after its line
         except SuiteAbortedError as exc:
             put(sys.stderr, f"{prog}: {display(exc.message)}\n")
             for line in exc.stderr_tail:

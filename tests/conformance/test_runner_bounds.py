@@ -12,6 +12,7 @@ runner started must be gone.
 from __future__ import annotations
 
 import contextlib
+import io
 import math
 import os
 import signal
@@ -25,6 +26,7 @@ import pytest
 
 from zlink_conformance.catalog import Case, Catalogue, select
 from zlink_conformance.cli import main as kit_main
+from zlink_conformance.report import ConsoleReporter
 from zlink_conformance.runner import InvalidDurationError, Runner, SuiteReport
 from zlink_conformance.runner.process import STDERR_LINE_CHARS
 
@@ -232,6 +234,29 @@ def test_AP_2_AP_6_a_second_reply_or_a_stale_line_is_charged_to_the_case_that_wr
     assert seen in broken.messages[0], broken.messages
     assert f"protocol rule {rule}: " in broken.messages[0]
     assert broken.divergence is None
+
+
+def test_AP_2_a_verdict_revised_after_its_console_line_is_printed_again(
+    catalogue: Catalogue,
+) -> None:
+    """The stale reply of case 2 is found only when case 3 begins, after case 2's line
+    said ``pass``: the console prints case 2 again as an error, marked revised, so it
+    never keeps a verdict the reports contradict."""
+    out = io.StringIO()
+    reporter = ConsoleReporter(out)
+    with Runner(fake("misbehaving"), env=child_env(FAKE_FAULT="stale_reply"),
+                timeout=10) as runner:
+        report = runner.run(select(catalogue, THREE), reporter)
+    reporter.revisit()
+    assert [r.status for r in report.results] == ["passed", "error", "passed"]
+    lines = out.getvalue().splitlines()
+    second = report.results[1].case.id
+    printed = [line for line in lines if f"] {second} ... " in line]
+    assert len(printed) == 2, lines
+    assert " ... pass (" in printed[0]
+    assert " ... ERROR (" in printed[1] and "(revised: printed pass before" in printed[1]
+    assert lines.index(printed[1]) < next(
+        i for i, line in enumerate(lines) if f"] {report.results[2].case.id} ... " in line)
 
 
 # ------------------------------------------------------------------------ durations

@@ -27,18 +27,40 @@ _MARK = {"passed": "pass", "failed": "FAIL", "error": "ERROR", "skipped": "skip"
 class ConsoleReporter:
     """Prints ``[ 3/74] case-id ... pass (2 ms)`` as each case ends; with ``quiet`` only
     the cases that did not pass. Reasons and the adapter's stderr tail follow a case that
-    failed or errored."""
+    failed or errored.
+
+    A case's verdict can change after its line was printed: a line its adapter wrote
+    after the case ended is found only when the next case begins, and is charged to it
+    (AP-2, AP-6). Such a case is printed again, marked ``revised``, before the next
+    line and by ``revisit()`` at the end of the run, so the console never keeps a
+    verdict the reports contradict."""
 
     def __init__(self, stream: TextIO | None = None, *, quiet: bool = False,
                  verbose: bool = False) -> None:
         self.stream = stream or sys.stdout
         self.quiet = quiet
         self.verbose = verbose
+        # Every case reported so far with the outcome its line showed (or, quiet, would
+        # have shown), to notice a revision.
+        self._seen: list[tuple[int, int, CaseResult, str]] = []
 
     def _write(self, text: str) -> None:
         put(self.stream, text)
 
+    def revisit(self) -> None:
+        """Print again every case reported so far whose outcome changed since."""
+        for i, (index, total, result, shown) in enumerate(self._seen):
+            if result.outcome != shown:
+                self._seen[i] = (index, total, result, result.outcome)
+                self._report(index, total, result, revised=shown)
+
     def __call__(self, index: int, total: int, result: CaseResult) -> None:
+        self.revisit()
+        self._seen.append((index, total, result, result.outcome))
+        self._report(index, total, result)
+
+    def _report(self, index: int, total: int, result: CaseResult, *,
+                revised: str | None = None) -> None:
         if self.quiet and result.outcome in ("passed", "skipped", "xfail"):
             return
         width = len(str(total))
@@ -46,6 +68,9 @@ class ConsoleReporter:
         line = f"[{index:>{width}}/{total}] {result.case.id} ... {_MARK[result.outcome]}"
         if result.status != "skipped":
             line += f" ({ms:.0f} ms)"
+        if revised is not None:
+            line += (f" (revised: printed {_MARK[revised]} before a fault of its adapter "
+                     f"was found)")
         self._write(line + "\n")
         if result.outcome == "xfail":
             self._write(f"      known failure: {display(result.expected_failure)}\n")
