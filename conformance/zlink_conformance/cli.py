@@ -87,9 +87,11 @@ def configure(p: argparse.ArgumentParser, host: Host = KIT) -> None:
     run_p.add_argument("--strict-settle", type=_seconds(zero_allowed=True), default=0.0,
                        metavar="SECONDS",
                        help="after every settle reply, wait this long and count any event "
-                            "that still comes as an early settle, an adapter fault (AP-5); "
-                            "catches a multi-threaded adapter that settles too early "
-                            "(default: off; the confirming settle always runs)")
+                            "that still comes as an early settle, an adapter fault (AP-5), "
+                            "and as long after the confirmation that closes each case (a "
+                            "line then is that case's, AP-6); catches a multi-threaded "
+                            "adapter that settles too early (default: off; the confirming "
+                            "settle always runs)")
     run_p.add_argument("--json", type=Path, metavar="FILE",
                        help="write a JSON report (every case with its verdict and time_s)")
     run_p.add_argument("--junit", type=Path, metavar="FILE", help="write a JUnit XML report")

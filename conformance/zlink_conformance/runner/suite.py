@@ -519,6 +519,13 @@ class Runner:
             if reply.ok:
                 stale: list[Reply | Event | str] = []
                 adapter.request({"cmd": "settle"}, deadline, stale.append)
+                if self.strict_settle > 0:
+                    # A line written right after the confirmation's reply may still be
+                    # on its way; in strict mode wait for it here, so it is charged to
+                    # this case whatever the machine's load (without it, it is caught
+                    # when it has arrived by the next case's start).
+                    adapter.quiet(min(self.strict_settle, max(deadline - time.monotonic(),
+                                                              0.0)), stale.append)
                 stale += adapter.drain()
                 if stale:
                     problem = _stale_fault(stale, "after the reply to the reset that ends "

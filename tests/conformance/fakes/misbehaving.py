@@ -29,7 +29,9 @@ Hostile output, for the runner's fuzz test (each strikes at that settle too):
 - ``stale_reply``: the reply to that settle is written again at the first command of
   the next case, after that case has begun (AP-2, of case FAKE_CASE);
 - ``trailing_line``: the reply to the runner's confirming settle after the reset that
-  ends case FAKE_CASE is followed by an event (AP-6, of case FAKE_CASE).
+  ends case FAKE_CASE is followed by an event (AP-6, of case FAKE_CASE);
+- ``trailing_line_late``: the same event, written 0.15 s after that reply, by a thread
+  (only a strict runner's quiet period after the confirmation sees it in time).
 
 FAKE_DROP names capabilities (comma-separated) left out of the handshake, so the cases
 needing them are not run. FAKE_PIDS names a file to which the process appends its pid
@@ -93,7 +95,8 @@ class Misbehaving(ReferenceAdapter):
             self.busy = False
         elif name != "settle":
             self.busy = True
-        if name == "settle" and not self.busy and self.fault == "trailing_line" \
+        if name == "settle" and not self.busy \
+                and self.fault in ("trailing_line", "trailing_line_late") \
                 and self.resets == self.case + 1:
             self.trail = True
         if self.fault == "stale_reply" and self.stale is not None \
@@ -116,6 +119,7 @@ class Misbehaving(ReferenceAdapter):
                 self.twice = True
             elif self.fault and self.fault not in ("late_event", "accepted_after_started",
                                                    "double_reset_reply", "trailing_line",
+                                                   "trailing_line_late",
                                                    "stale_reply"):
                 self.strike(self.fault)
         return super()._run_command(name, cmd)
@@ -127,6 +131,9 @@ class Misbehaving(ReferenceAdapter):
             super()._flush(reply)
         if self.trail:
             self.trail = False
+            if self.fault == "trailing_line_late":
+                threading.Thread(target=self.late_line, args=(0.15,), daemon=True).start()
+                return
             self._out.write(b'{"event":"finished","work":"a","owner":"S"}\n')
             self._out.flush()
 
@@ -159,8 +166,8 @@ class Misbehaving(ReferenceAdapter):
         self._out.write(b"\n".join(out) + b"\n")
         self._out.flush()
 
-    def late_line(self) -> None:
-        time.sleep(0.3)
+    def late_line(self, delay: float = 0.3) -> None:
+        time.sleep(delay)
         self._out.write(b'{"event":"finished","work":"a","owner":"S"}\n')
         self._out.flush()
 
