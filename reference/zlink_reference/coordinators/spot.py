@@ -220,10 +220,13 @@ class ZLinkSpotSerialExecutor(Coordinator):
             route, queue = self._lane.run(partial(self._actor_route, actor_id))
         wrapped = with_snapshot(route, work)
         if not self._wide:
-            return queue.enqueue_with_payload_bytes(wrapped, payload)
+            if payload:
+                return queue.enqueue_with_payload_bytes(wrapped, payload)
+            return queue.enqueue(wrapped)  # the same admission, one call shorter
         spot = self._spot
         turn = _SpotWideTurn(spot, wrapped, (spot, queue), work)
-        handle = queue.enqueue_with_payload_bytes(turn, payload)
+        handle = (queue.enqueue_with_payload_bytes(turn, payload) if payload
+                  else queue.enqueue(turn))
         handle._gates = (queue, spot)
         handle._quiet()  # a failure is reported once, by the Spot queue that ran it
         return handle
