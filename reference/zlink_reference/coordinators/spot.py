@@ -223,11 +223,14 @@ class ZLinkSpotSerialExecutor(Coordinator):
             if payload:
                 return queue.enqueue_with_payload_bytes(wrapped, payload)
             return queue.enqueue(wrapped)  # the same admission, one call shorter
-        spot = self._spot
-        turn = _SpotWideTurn(spot, wrapped, (spot, queue), work)
+        gates = route.gates
+        if gates is None:
+            spot = self._spot
+            gates = route.gates = ((spot, queue), (queue, spot))
+        turn = _SpotWideTurn(self._spot, wrapped, gates[0], work)
         handle = (queue.enqueue_with_payload_bytes(turn, payload) if payload
                   else queue.enqueue(turn))
-        handle._gates = (queue, spot)
+        handle._gates = gates[1]
         handle._quiet()  # a failure is reported once, by the Spot queue that ran it
         return handle
 
