@@ -5,13 +5,18 @@ Task-per-owner peer measured in the same run.
     python benchmarks/bench_coordinators.py --quick    # small sizes
 
 Throughput: every actor of one Spot gets ``items`` synchronous works through
-``execute_actor``; the time runs until the Spot is quiescent. The peer runs the same
-number of owners and items as one Task per owner reading an ``asyncio.Queue``, and
-learns the end the same way as the queue benchmark (the last item of each owner counts
-down a latch). Runs are interleaved; ratios are peer_time / our_time (above 1: the Spot
-is faster), median and (min..max) over the repetitions. Memory: ``actors`` Actors each run
-one work in one PerActor Spot and are idle again; bytes per Actor queue, map entries
-included, actor ids excluded (they exist before the Spot).
+``execute_actor``, until the last work of every actor ran. Beside the two Spot modes:
+one ``ZLinkActorSerialExecutor`` per actor (``execute_actor`` on each), and the bare
+queue (``enqueue`` on one queue per actor, sharing one runtime as a Spot's queues do),
+which is the ceiling for an entry that hands out a handle: what a coordinator adds per
+message is the difference. The peer runs the same number of owners and items as one
+Task per owner reading an ``asyncio.Queue``; every side learns the end the same way as
+the queue benchmark (the last item of each owner counts down a latch). Sides are
+interleaved, the order rotating every repetition; ratios are peer_time / side_time
+(above 1: the side is faster), median and (min..max) over the repetitions. Memory:
+``actors`` Actors each run one work in one PerActor Spot and are idle again; bytes per
+Actor, queue, route and map entry included, actor ids excluded (they exist before the
+Spot).
 """
 
 from __future__ import annotations
@@ -19,18 +24,21 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import os
 import statistics
 import sys
 import time
 import tracemalloc
+from collections.abc import Awaitable, Callable
 
 from zlink_reference import (
+    ZLinkActorSerialExecutor,
     ZLinkExecutionLanePolicy,
     ZLinkSpotSerialExecutor,
     ZLinkUserSpotExecutionMode,
 )
 
-from bench_queue import Latch, Peer, sync_item
+from bench_queue import Enqueue, Latch, Peer, sync_item
 
 BIG = ZLinkExecutionLanePolicy(
     application_message_capacity=10_000_000, application_byte_capacity=1 << 60
@@ -50,6 +58,38 @@ async def spot_run(mode: ZLinkUserSpotExecutionMode, actors: list[str], items: i
     dt = time.perf_counter() - t0
     await spot.await_quiescence()
     spot.close()
+    return dt
+
+
+async def actor_run(actors: list[str], items: int) -> float:
+    executors = [ZLinkActorSerialExecutor(a, policy=BIG) for a in actors]
+    latch = Latch(len(actors))
+    t0 = time.perf_counter()
+    for ex in executors:
+        execute = ex.execute_actor
+        for _ in range(items - 1):
+            execute(sync_item)
+        execute(latch.down)
+    await latch.fut
+    dt = time.perf_counter() - t0
+    for ex in executors:
+        ex.close()
+    return dt
+
+
+async def queue_run(actors: list[str], items: int) -> float:
+    queues = [Enqueue() for _ in actors]  # one runtime and config, as in a Spot
+    latch = Latch(len(actors))
+    t0 = time.perf_counter()
+    for q in queues:
+        enqueue = q.submitter()
+        for _ in range(items - 1):
+            enqueue(sync_item)
+        enqueue(latch.down)
+    await latch.fut
+    dt = time.perf_counter() - t0
+    for q in queues:
+        q.stop()
     return dt
 
 
@@ -88,27 +128,46 @@ async def actor_queue_memory(n: int) -> float:
     return used / n
 
 
+Side = Callable[[list[str], int], Awaitable[float]]
+
+
+def sides() -> dict[str, Side]:
+    return {
+        "Spot PerActor": lambda a, n: spot_run(ZLinkUserSpotExecutionMode.PER_ACTOR, a, n),
+        "Spot SpotWide": lambda a, n: spot_run(ZLinkUserSpotExecutionMode.SPOT_WIDE, a, n),
+        "Actor executors": actor_run,
+        "bare queue (enqueue)": queue_run,
+        "peer": lambda a, n: peer_run(len(a), n),
+    }
+
+
 async def run(args: argparse.Namespace) -> int:
     owners, items = (100, 20) if args.quick else (100, 200)
     reps = 3 if args.quick else args.repeat
     actors = [f"a{i}" for i in range(owners)]
-    per, wide, peer = [], [], []
-    for _ in range(reps):
-        per.append(await spot_run(ZLinkUserSpotExecutionMode.PER_ACTOR, actors, items))
-        wide.append(await spot_run(ZLinkUserSpotExecutionMode.SPOT_WIDE, actors, items))
-        peer.append(await peer_run(owners, items))
-    mp, mw, mk = statistics.median(per), statistics.median(wide), statistics.median(peer)
+    table = sides()
+    names = list(table)
+    times: dict[str, list[float]] = {name: [] for name in names}
+    load = os.getloadavg()
+    for rep in range(reps):
+        for name in names[rep % len(names):] + names[:rep % len(names)]:
+            times[name].append(await table[name](actors, items))
     label = f"{owners:,} actors x {items:,}"
     n = owners * items
-    for name, times, med in (("PerActor", per, mp), ("SpotWide", wide, mw)):
-        ratios = [k / t for k, t in zip(peer, times, strict=True)]
-        print(f"{name + ' ' + label:34s} {med * 1e3:9.1f} ms ({med / n * 1e6:5.1f} us/item)"
-              f"   peer/ours {statistics.median(ratios):5.2f}x "
-              f"({min(ratios):.2f}..{max(ratios):.2f})", flush=True)
-    print(f"{'Task-per-owner peer ' + label:34s} {mk * 1e3:9.1f} ms", flush=True)
+    print(f"python {sys.version.split()[0]}, {reps} interleaved repetitions, load average "
+          f"{load[0]:.2f} at the start; ratios = peer time / side time, median (min..max)",
+          flush=True)
+    for name in names:
+        med = statistics.median(times[name])
+        line = f"{name + ' ' + label:42s} {med * 1e3:9.1f} ms ({med / n * 1e6:5.1f} us/item)"
+        if name != "peer":
+            ratios = [k / t for k, t in zip(times["peer"], times[name], strict=True)]
+            line += (f"   peer/side {statistics.median(ratios):5.2f}x "
+                     f"({min(ratios):.2f}..{max(ratios):.2f})")
+        print(line, flush=True)
     n_mem = 5_000 if args.quick else 100_000
     mem = await actor_queue_memory(n_mem)
-    print(f"{'idle Actor queue x ' + format(n_mem, ','):34s} {mem:9.0f} B    (target <= 512 B)",
+    print(f"{'idle Actor queue x ' + format(n_mem, ','):42s} {mem:9.0f} B    (target <= 512 B)",
           flush=True)
     return 0
 

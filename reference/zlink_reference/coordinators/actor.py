@@ -54,10 +54,14 @@ class ZLinkActorSerialExecutor(Coordinator):
         if get_ident() != self._rt.thread_id and self._rt.foreign():  # D-24
             return self._rt.call_on_loop(partial(self.execute_actor, work, payload_bytes))
         self._check_open()
-        check_work(work)
-        payload = check_payload(payload_bytes)
+        if not callable(work):
+            check_work(work)
+        payload = (payload_bytes if type(payload_bytes) is int and payload_bytes >= 0
+                   else check_payload(payload_bytes))
         wrapped = with_snapshot(self._read, work)
-        return self._queue.enqueue_with_payload_bytes(wrapped, payload)
+        if payload:
+            return self._queue.enqueue_with_payload_bytes(wrapped, payload)
+        return self._queue.enqueue(wrapped)  # the same admission, one call shorter
 
     def execute_lifecycle(self, work: Work) -> ZLinkWorkHandle[Any]:
         """Run the Actor's lifecycle control on the lifecycle lane."""
