@@ -87,29 +87,24 @@ class ZLinkPendingWork:
 class _ActorRoute(ActorStateCell):
     """Everything one Actor of a Spot needs per message, found with one lookup of one
     lane-owned map (the Spot's registry): the Actor's state cell (it is one: calling it
-    reads the snapshot a message starts with, SE-7), its queue once it has one, and,
-    in SpotWide, the gates of its records: the execution turn's (Spot gate first, then
-    the Actor's claim) and the Actor record's (its claim, then the Spot gate). Built
-    once per Actor, not once per message (issue 16); one map entry and one object per
-    Actor keep an idle Actor small."""
+    reads the snapshot a message starts with, SE-7) and its queue once it has one.
+    Registration and queue share one map entry and one object per Actor, so an idle
+    Actor stays small (issue 16). The SpotWide gates are not kept here: two tuples per
+    Actor would cost an idle SpotWide Actor more than they save a message."""
 
-    __slots__ = ("gates", "queue")
+    __slots__ = ("queue",)
 
     def __init__(self, snapshot: ActorStateSnapshot) -> None:
         super().__init__(snapshot)
         self.queue: ZLinkSerialExecutionQueue | None = None  # made on first use
-        # (execution turn's gates, Actor record's gates), made by the first SpotWide
-        # message: a PerActor Spot never needs them.
-        self.gates: tuple[tuple[object, ...], tuple[object, ...]] | None = None
 
 
 class _SpotWideTurn:
     """The Actor queue's work for one SpotWide message: on the Actor queue's turn, place
     the execution turn on the Spot queue and keep the claim (the Actor queue's turn)
     until it ends (SE-4.5, SE-4.6). A slotted object rather than a closure, so a message
-    allocates no cell and no function ``__dict__`` (issue 16); the gates tuple is the
-    Actor's, shared by all its messages. ``__wrapped__`` is the caller's work
-    (relocation hands it back)."""
+    allocates no cell and no function ``__dict__`` (issue 16). ``__wrapped__`` is the
+    caller's work (relocation hands it back)."""
 
     __slots__ = ("__wrapped__", "gates", "spot", "wrapped")
 
@@ -223,14 +218,11 @@ class ZLinkSpotSerialExecutor(Coordinator):
             if payload:
                 return queue.enqueue_with_payload_bytes(wrapped, payload)
             return queue.enqueue(wrapped)  # the same admission, one call shorter
-        gates = route.gates
-        if gates is None:
-            spot = self._spot
-            gates = route.gates = ((spot, queue), (queue, spot))
-        turn = _SpotWideTurn(self._spot, wrapped, gates[0], work)
+        spot = self._spot
+        turn = _SpotWideTurn(spot, wrapped, (spot, queue), work)
         handle = (queue.enqueue_with_payload_bytes(turn, payload) if payload
                   else queue.enqueue(turn))
-        handle._gates = gates[1]
+        handle._gates = (queue, spot)
         handle._quiet()  # a failure is reported once, by the Spot queue that ran it
         return handle
 
@@ -340,7 +332,7 @@ class ZLinkSpotSerialExecutor(Coordinator):
         if checks.ON:
             self._lane.require("drop maps")
         for route in self._routes.values():  # the registrations stay
-            route.queue = route.gates = None
+            route.queue = None
         self._timer_queues.clear()
 
     def _counted(self) -> Iterator[tuple[ZLinkSerialExecutionQueue, WorkRecord]]:
