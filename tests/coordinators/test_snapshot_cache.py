@@ -2,7 +2,9 @@
 cached snapshot. The cache holds one frozen snapshot per registration version (not one
 per message), and every registration change of that Actor, and only of that Actor,
 replaces it: a message queued before the change and started after it sees the new
-registration."""
+registration. A Spot keeps that cache and the Actor's queue in one entry of one map
+(SE-2.2, SE-2.4): a registration makes no queue, and the queues are listed, taken and
+dropped as before."""
 
 from __future__ import annotations
 
@@ -105,3 +107,22 @@ async def test_SE_7_1_actor_executor_snapshot_cache_is_replaced_at_each_update()
     assert (dict(again.registration), again.version) == ({"host": "h2", "port": 7}, 3)
     assert a.snapshot() is again
     a.close()
+
+
+async def test_SE_2_2_registration_makes_no_queue_and_queues_keep_their_creation_order() -> None:
+    s = _spot(ZLinkUserSpotExecutionMode.PER_ACTOR)
+    s.register_actor("B", "player", host="b")
+    s.register_actor("C", "player")
+    assert s.actor_ids() == []  # a registration alone makes no queue
+    s.execute_actor("A", lambda: None)
+    s.execute_actor("B", lambda: None)
+    await run_until_idle()
+    assert s.actor_ids() == ["A", "B"]  # in the order the queues were made
+    s.unregister_actor("A")
+    assert s.actor_ids() == ["A", "B"]  # the queue stays with the Spot
+    assert s.take_actor_pending("C") == []
+    assert s.actor_ids() == ["A", "B"]  # taking nothing made no queue
+    assert sorted(s.statistics()) == ["spot:S", "spot:S/actor:A", "spot:S/actor:B"]
+    s.close()
+    assert s.actor_ids() == []  # the queue map is emptied on close ...
+    assert s.actor_snapshot("B").registration["host"] == "b"  # ... the registrations stay
