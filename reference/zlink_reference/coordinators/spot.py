@@ -257,8 +257,9 @@ class ZLinkSpotSerialExecutor(Coordinator):
         return q
 
     def _actor_route(self, actor_id: str) -> tuple[_ActorRoute, ZLinkSerialExecutionQueue]:
-        """The Actor's route, holding the queue ``_actor_queue`` gives it, and that
-        queue (in a lane turn)."""
+        """The Actor's route and queue (in a lane turn). The route keeps whatever queue
+        ``_actor_queue`` answers, so that one method decides an Actor's queue for
+        every message, not only for the first."""
         queue = self._actor_queue(actor_id)
         route = self._registry.cell(actor_id)
         route.queue = queue
