@@ -3,15 +3,25 @@ Task-per-owner peer measured in the same run.
 
     python benchmarks/bench_coordinators.py            # 100 actors x 200, 100,000 actors
     python benchmarks/bench_coordinators.py --quick    # small sizes
+    python benchmarks/bench_coordinators.py --against main   # and main's coordinators
 
 Throughput: every actor of one Spot gets ``items`` synchronous works through
-``execute_actor``; the time runs until the Spot is quiescent. The peer runs the same
-number of owners and items as one Task per owner reading an ``asyncio.Queue``, and
-learns the end the same way as the queue benchmark (the last item of each owner counts
-down a latch). Runs are interleaved; ratios are peer_time / our_time (above 1: the Spot
-is faster), median and (min..max) over the repetitions. Memory: ``actors`` Actors each run
-one work in one PerActor Spot and are idle again; bytes per Actor queue, map entries
-included, actor ids excluded (they exist before the Spot).
+``execute_actor``, until the last work of every actor ran. Beside the two Spot modes:
+one ``ZLinkActorSerialExecutor`` per actor (``execute_actor`` on each), and the bare
+queue (``enqueue`` on one queue per actor, sharing one runtime as a Spot's queues do),
+which is the ceiling for an entry that hands out a handle: what a coordinator adds per
+message is the difference. The peer runs the same number of owners and items as one
+Task per owner reading an ``asyncio.Queue``; every side learns the end the same way as
+the queue benchmark (the last item of each owner counts down a latch). ``--against REF``
+adds the three coordinator sides once more with the coordinators of git revision REF
+(its ``coordinators/`` package loaded beside this one, over this tree's shell and model),
+so a change to the coordinators is measured against what it replaces in the same run;
+each such pair also prints REF time / this tree's time. Sides are
+interleaved, the order rotating every repetition; ratios are peer_time / side_time
+(above 1: the side is faster), median and (min..max) over the repetitions. Memory:
+``actors`` Actors each run one work in one Spot (of each mode) and are idle again; bytes
+per Actor, queue, route and map entry included, actor ids excluded (they exist before
+the Spot).
 """
 
 from __future__ import annotations
@@ -19,26 +29,63 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import importlib.util
+import os
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 import tracemalloc
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from types import ModuleType
 
 from zlink_reference import (
     ZLinkExecutionLanePolicy,
-    ZLinkSpotSerialExecutor,
     ZLinkUserSpotExecutionMode,
 )
+from zlink_reference import coordinators as this_tree
 
-from bench_queue import Latch, Peer, sync_item
+from bench_queue import Enqueue, Latch, Peer, sync_item
 
 BIG = ZLinkExecutionLanePolicy(
     application_message_capacity=10_000_000, application_byte_capacity=1 << 60
 )
 
 
-async def spot_run(mode: ZLinkUserSpotExecutionMode, actors: list[str], items: int) -> float:
-    spot = ZLinkSpotSerialExecutor("bench", mode=mode, policy=BIG, actor_policy=BIG)
+COORDINATORS = "reference/zlink_reference/coordinators"
+
+
+def coordinators_at(ref: str) -> ModuleType:
+    """The coordinators package of git revision ``ref``, loaded from a copy of its files
+    as ``zlink_reference.coordinators_at_ref``: its relative imports reach this tree's
+    shell and model."""
+    root = Path(__file__).resolve().parent.parent
+    git = ["git", "-C", str(root)]
+    names = subprocess.run([*git, "ls-tree", "--name-only", f"{ref}:{COORDINATORS}"],
+                           check=True, capture_output=True, text=True).stdout.split()
+    with tempfile.TemporaryDirectory(prefix="bench-coordinators-") as tmp:
+        folder = Path(tmp)
+        for name in names:
+            if name.endswith(".py"):
+                text = subprocess.run([*git, "show", f"{ref}:{COORDINATORS}/{name}"],
+                                      check=True, capture_output=True, text=True).stdout
+                (folder / name).write_text(text)
+        spec = importlib.util.spec_from_file_location(
+            "zlink_reference.coordinators_at_ref", folder / "__init__.py",
+            submodule_search_locations=[str(folder)])
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module
+        spec.loader.exec_module(module)  # imports every module of the package
+    return module
+
+
+async def spot_run(mode: ZLinkUserSpotExecutionMode, actors: list[str], items: int,
+                   pkg: ModuleType = this_tree) -> float:
+    spot = pkg.ZLinkSpotSerialExecutor("bench", mode=pkg.ZLinkUserSpotExecutionMode(mode.value),
+                                       policy=BIG, actor_policy=BIG)
     latch = Latch(len(actors))
     t0 = time.perf_counter()
     execute = spot.execute_actor
@@ -50,6 +97,38 @@ async def spot_run(mode: ZLinkUserSpotExecutionMode, actors: list[str], items: i
     dt = time.perf_counter() - t0
     await spot.await_quiescence()
     spot.close()
+    return dt
+
+
+async def actor_run(actors: list[str], items: int, pkg: ModuleType = this_tree) -> float:
+    executors = [pkg.ZLinkActorSerialExecutor(a, policy=BIG) for a in actors]
+    latch = Latch(len(actors))
+    t0 = time.perf_counter()
+    for ex in executors:
+        execute = ex.execute_actor
+        for _ in range(items - 1):
+            execute(sync_item)
+        execute(latch.down)
+    await latch.fut
+    dt = time.perf_counter() - t0
+    for ex in executors:
+        ex.close()
+    return dt
+
+
+async def queue_run(actors: list[str], items: int) -> float:
+    queues = [Enqueue() for _ in actors]  # one runtime and config, as in a Spot
+    latch = Latch(len(actors))
+    t0 = time.perf_counter()
+    for q in queues:
+        enqueue = q.submitter()
+        for _ in range(items - 1):
+            enqueue(sync_item)
+        enqueue(latch.down)
+    await latch.fut
+    dt = time.perf_counter() - t0
+    for q in queues:
+        q.stop()
     return dt
 
 
@@ -71,9 +150,9 @@ async def peer_run(owners: int, items: int) -> float:
     return dt
 
 
-async def actor_queue_memory(n: int) -> float:
+async def actor_queue_memory(n: int, mode: ZLinkUserSpotExecutionMode) -> float:
     actors = [f"actor-{i}" for i in range(n)]
-    spot = ZLinkSpotSerialExecutor("mem", mode=ZLinkUserSpotExecutionMode.PER_ACTOR)
+    spot = this_tree.ZLinkSpotSerialExecutor("mem", mode=mode)
     gc.collect()
     tracemalloc.start()
     base = tracemalloc.get_traced_memory()[0]
@@ -88,28 +167,62 @@ async def actor_queue_memory(n: int) -> float:
     return used / n
 
 
+def _spread(num: list[float], den: list[float]) -> str:
+    """Median and (min..max) of the per-repetition ratios num / den."""
+    ratios = [a / b for a, b in zip(num, den, strict=True)]
+    return f"{statistics.median(ratios):5.2f}x ({min(ratios):.2f}..{max(ratios):.2f})"
+
+
+Side = Callable[[list[str], int], Awaitable[float]]
+
+
+def sides(against: str | None) -> dict[str, Side]:
+    per, wide = ZLinkUserSpotExecutionMode.PER_ACTOR, ZLinkUserSpotExecutionMode.SPOT_WIDE
+    table: dict[str, Side] = {
+        "Spot PerActor": lambda a, n: spot_run(per, a, n),
+        "Spot SpotWide": lambda a, n: spot_run(wide, a, n),
+        "Actor executors": actor_run,
+        "bare queue (enqueue)": queue_run,
+        "peer": lambda a, n: peer_run(len(a), n),
+    }
+    if against is not None:
+        ref = coordinators_at(against)
+        table[f"Spot PerActor @{against}"] = lambda a, n: spot_run(per, a, n, ref)
+        table[f"Spot SpotWide @{against}"] = lambda a, n: spot_run(wide, a, n, ref)
+        table[f"Actor executors @{against}"] = lambda a, n: actor_run(a, n, ref)
+    return table
+
+
 async def run(args: argparse.Namespace) -> int:
     owners, items = (100, 20) if args.quick else (100, 200)
     reps = 3 if args.quick else args.repeat
     actors = [f"a{i}" for i in range(owners)]
-    per, wide, peer = [], [], []
-    for _ in range(reps):
-        per.append(await spot_run(ZLinkUserSpotExecutionMode.PER_ACTOR, actors, items))
-        wide.append(await spot_run(ZLinkUserSpotExecutionMode.SPOT_WIDE, actors, items))
-        peer.append(await peer_run(owners, items))
-    mp, mw, mk = statistics.median(per), statistics.median(wide), statistics.median(peer)
+    table = sides(args.against)
+    names = list(table)
+    times: dict[str, list[float]] = {name: [] for name in names}
+    load = os.getloadavg()
+    for rep in range(reps):
+        for name in names[rep % len(names):] + names[:rep % len(names)]:
+            times[name].append(await table[name](actors, items))
     label = f"{owners:,} actors x {items:,}"
     n = owners * items
-    for name, times, med in (("PerActor", per, mp), ("SpotWide", wide, mw)):
-        ratios = [k / t for k, t in zip(peer, times, strict=True)]
-        print(f"{name + ' ' + label:34s} {med * 1e3:9.1f} ms ({med / n * 1e6:5.1f} us/item)"
-              f"   peer/ours {statistics.median(ratios):5.2f}x "
-              f"({min(ratios):.2f}..{max(ratios):.2f})", flush=True)
-    print(f"{'Task-per-owner peer ' + label:34s} {mk * 1e3:9.1f} ms", flush=True)
-    n_mem = 5_000 if args.quick else 100_000
-    mem = await actor_queue_memory(n_mem)
-    print(f"{'idle Actor queue x ' + format(n_mem, ','):34s} {mem:9.0f} B    (target <= 512 B)",
+    print(f"python {sys.version.split()[0]}, {reps} interleaved repetitions, load average "
+          f"{load[0]:.2f} at the start; ratios = peer time / side time, median (min..max)",
           flush=True)
+    for name in names:
+        med = statistics.median(times[name])
+        line = f"{name + ' ' + label:48s} {med * 1e3:9.1f} ms ({med / n * 1e6:5.1f} us/item)"
+        if name != "peer":
+            line += f"   peer/side {_spread(times['peer'], times[name])}"
+        base = f"{name} @{args.against}"
+        if base in times:
+            line += f"   @{args.against}/this {_spread(times[base], times[name])}"
+        print(line, flush=True)
+    n_mem = 5_000 if args.quick else 100_000
+    for mode in ZLinkUserSpotExecutionMode:
+        mem = await actor_queue_memory(n_mem, mode)
+        print(f"{'idle Actor queue x ' + format(n_mem, ',') + ', ' + mode.value:48s} "
+              f"{mem:9.0f} B    (target <= 512 B)", flush=True)
     return 0
 
 
@@ -119,6 +232,8 @@ def main() -> int:
     )
     ap.add_argument("--quick", action="store_true", help="small sizes (a smoke run)")
     ap.add_argument("--repeat", type=int, default=7, help="interleaved repetitions (default 7)")
+    ap.add_argument("--against", metavar="REF", default=None,
+                    help="also run the coordinators of this git revision (e.g. main)")
     return asyncio.run(run(ap.parse_args()))
 
 

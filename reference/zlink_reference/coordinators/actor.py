@@ -13,7 +13,7 @@ from .._shell.clock import ZLinkClock
 from .._shell.loop import EventLoop
 from .._shell.queue import ErrorHook, QueueStatistics, Work, ZLinkWorkHandle
 from ._base import Coordinator, check_id, check_payload, check_work
-from .snapshot import ActorRegistry, ActorStateSnapshot, with_snapshot
+from .snapshot import ActorRegistry, ActorStateCell, ActorStateSnapshot, with_snapshot
 
 __all__ = ["ZLinkActorSerialExecutor"]
 
@@ -38,8 +38,10 @@ class ZLinkActorSerialExecutor(Coordinator):
                          observer=observer)
         self._actor_id = actor_id
         self._queue = self._make_queue(self._name, self._config(policy))
-        self._registry = ActorRegistry()
+        self._registry = ActorRegistry(ActorStateCell)
         self._registry.register(actor_id, actor_type, {})
+        # The snapshot read of every message: the Actor's cell (SE-7).
+        self._read = self._registry.cell(actor_id)
 
     @property
     def actor_id(self) -> str:
@@ -52,10 +54,14 @@ class ZLinkActorSerialExecutor(Coordinator):
         if get_ident() != self._rt.thread_id and self._rt.foreign():  # D-24
             return self._rt.call_on_loop(partial(self.execute_actor, work, payload_bytes))
         self._check_open()
-        check_work(work)
-        payload = check_payload(payload_bytes)
-        wrapped = with_snapshot(partial(self._registry.snapshot, self._actor_id), work)
-        return self._queue.enqueue_with_payload_bytes(wrapped, payload)
+        if not callable(work):
+            check_work(work)
+        payload = (payload_bytes if type(payload_bytes) is int and payload_bytes >= 0
+                   else check_payload(payload_bytes))
+        wrapped = with_snapshot(self._read, work)
+        if payload:
+            return self._queue.enqueue_with_payload_bytes(wrapped, payload)
+        return self._queue.enqueue(wrapped)  # the same admission, one call shorter
 
     def execute_lifecycle(self, work: Work) -> ZLinkWorkHandle[Any]:
         """Run the Actor's lifecycle control on the lifecycle lane."""

@@ -13,10 +13,11 @@ import contextvars
 import dataclasses
 import types
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 __all__ = [
     "ActorRegistry",
+    "ActorStateCell",
     "ActorStateSnapshot",
     "current_snapshot",
     "with_snapshot",
@@ -37,41 +38,82 @@ class ActorStateSnapshot:
         return self.registration[key]
 
 
-class ActorRegistry:
+class ActorStateCell:
+    """The snapshot a message of one Actor takes when it starts: the registration's
+    current frozen snapshot, replaced (never changed in place) at every registration
+    change. Calling the cell reads it, so a message's read is one attribute load
+    whatever the Actor's state, and the snapshot of one registration version is built
+    once, not once per message (SE-7.1, issue 16). A cell lives as long as its
+    registry: a message already queued holds it and must see the registration as it
+    is when the message starts, whatever changed in between (SE-7)."""
+
+    __slots__ = ("snapshot",)
+
+    def __init__(self, snapshot: ActorStateSnapshot) -> None:
+        self.snapshot = snapshot
+
+    def __call__(self) -> ActorStateSnapshot:
+        return self.snapshot
+
+
+C = TypeVar("C", bound=ActorStateCell)
+
+
+class ActorRegistry(Generic[C]):
     """Actor registrations of one coordinator; owned by its state lane (callers hold a
-    lane turn). Each change builds the Actor's next frozen snapshot, so reading one for
-    a message is a lookup, and a snapshot already handed out never changes."""
+    lane turn). Each change builds the Actor's next frozen snapshot and puts it in the
+    Actor's cell, so reading one for a message is a lookup, and a snapshot already
+    handed out never changes.
 
-    __slots__ = ("_snapshots",)
+    ``make_cell`` makes a cell from its first snapshot: a coordinator may keep more per
+    Actor in a subclass of ``ActorStateCell`` (a Spot keeps the Actor's queue there),
+    so one map entry serves both. ``cells`` is that map, read by the owner's lookups on
+    the loop thread (one read is a lane turn by itself) and changed only here."""
 
-    def __init__(self) -> None:
-        self._snapshots: dict[str, ActorStateSnapshot] = {}
+    __slots__ = ("_make", "cells")
+
+    def __init__(self, make_cell: Callable[[ActorStateSnapshot], C]) -> None:
+        self._make = make_cell
+        self.cells: dict[str, C] = {}
+
+    def cell(self, actor_id: str) -> C:
+        """The Actor's cell, made (holding the unregistered snapshot) on first use."""
+        cell = self.cells.get(actor_id)
+        if cell is None:
+            cell = self.cells[actor_id] = self._make(_unregistered(actor_id))
+        return cell
 
     def register(self, actor_id: str, actor_type: str | None, values: Mapping[str, Any]) -> None:
-        old = self._snapshots.get(actor_id)
-        version = old.version + 1 if old is not None else 1
-        self._snapshots[actor_id] = ActorStateSnapshot(
+        cell = self.cell(actor_id)
+        old = cell.snapshot
+        version = old.version + 1 if old.registered else 1
+        cell.snapshot = ActorStateSnapshot(
             actor_id, True, actor_type, types.MappingProxyType(dict(values)), version
         )
 
     def update(self, actor_id: str, values: Mapping[str, Any]) -> None:
-        old = self._snapshots.get(actor_id)
-        if old is None:
+        cell = self.cell(actor_id)
+        old = cell.snapshot
+        if not old.registered:
             self.register(actor_id, None, values)
             return
         merged = {**old.registration, **values}
-        self._snapshots[actor_id] = dataclasses.replace(
+        cell.snapshot = dataclasses.replace(
             old, registration=types.MappingProxyType(merged), version=old.version + 1
         )
 
     def unregister(self, actor_id: str) -> None:
-        self._snapshots.pop(actor_id, None)
+        cell = self.cells.get(actor_id)
+        if cell is not None and cell.snapshot.registered:
+            cell.snapshot = _unregistered(actor_id)
 
     def snapshot(self, actor_id: str) -> ActorStateSnapshot:
-        snap = self._snapshots.get(actor_id)
-        if snap is None:
-            return ActorStateSnapshot(actor_id, False, None, _EMPTY, 0)
-        return snap
+        cell = self.cells.get(actor_id)
+        return cell.snapshot if cell is not None else _unregistered(actor_id)
+
+
+def _unregistered(actor_id: str) -> ActorStateSnapshot:
+    return ActorStateSnapshot(actor_id, False, None, _EMPTY, 0)
 
 
 _EMPTY: Mapping[str, Any] = types.MappingProxyType({})

@@ -47,7 +47,7 @@ from .._shell.queue import (
     ZLinkWorkHandle,
 )
 from ._base import Coordinator, check_id, check_payload, check_work
-from .snapshot import ActorRegistry, ActorStateSnapshot, with_snapshot
+from .snapshot import ActorRegistry, ActorStateCell, ActorStateSnapshot, with_snapshot
 
 __all__ = [
     "ZLinkPendingWork",
@@ -82,6 +82,21 @@ class ZLinkPendingWork:
     work: Work
     payload_bytes: int
     handle: ZLinkWorkHandle[Any]
+
+
+class _ActorRoute(ActorStateCell):
+    """Everything one Actor of a Spot needs per message, found with one lookup of one
+    lane-owned map (the Spot's registry): the Actor's state cell (it is one: calling it
+    reads the snapshot a message starts with, SE-7) and its queue once it has one.
+    Registration and queue share one map entry and one object per Actor, so an idle
+    Actor stays small (issue 16). The SpotWide gates are not kept here: two tuples per
+    Actor would cost an idle SpotWide Actor more than they save a message."""
+
+    __slots__ = ("queue",)
+
+    def __init__(self, snapshot: ActorStateSnapshot) -> None:
+        super().__init__(snapshot)
+        self.queue: ZLinkSerialExecutionQueue | None = None  # made on first use
 
 
 class _SpotWideTurn:
@@ -147,9 +162,11 @@ class ZLinkSpotSerialExecutor(Coordinator):
         self._actor_config = self._config(actor_policy, yield_allowed=yield_allowed)
         self._timer_config = self._config(timer_policy, yield_allowed=yield_allowed)
         # Owned by the state lane (SE-2.4): read and changed only inside lane turns.
-        self._actor_queues: dict[str, ZLinkSerialExecutionQueue] = {}
+        # The registry's cells are the Actors' routes: registration and queue map in
+        # one (``_routes`` is the registry's map, for the entry points' lookup).
+        self._registry: ActorRegistry[_ActorRoute] = ActorRegistry(_ActorRoute)
+        self._routes = self._registry.cells
         self._timer_queues: dict[str, ZLinkSerialExecutionQueue] = {}
-        self._registry = ActorRegistry()
 
     # ------------------------------------------------------------ properties
     @property
@@ -192,16 +209,19 @@ class ZLinkSpotSerialExecutor(Coordinator):
             check_work(work)
         payload = check_payload(payload_bytes) if payload_bytes else 0
         # On the loop thread a single read of a lane-owned value is a lane turn by
-        # itself; creating a queue changes the map, so it takes a lane turn.
-        queue = self._actor_queues.get(actor_id)
-        if queue is None:
-            queue = self._lane.run(partial(self._actor_queue, actor_id))
-        wrapped = with_snapshot(partial(self._registry.snapshot, actor_id), work)
+        # itself; making an Actor's queue and route changes the maps: a lane turn.
+        route = self._routes.get(actor_id)
+        if route is None or (queue := route.queue) is None:
+            route, queue = self._lane.run(partial(self._actor_route, actor_id))
+        wrapped = with_snapshot(route, work)
         if not self._wide:
-            return queue.enqueue_with_payload_bytes(wrapped, payload)
+            if payload:
+                return queue.enqueue_with_payload_bytes(wrapped, payload)
+            return queue.enqueue(wrapped)  # the same admission, one call shorter
         spot = self._spot
         turn = _SpotWideTurn(spot, wrapped, (spot, queue), work)
-        handle = queue.enqueue_with_payload_bytes(turn, payload)
+        handle = (queue.enqueue_with_payload_bytes(turn, payload) if payload
+                  else queue.enqueue(turn))
         handle._gates = (queue, spot)
         handle._quiet()  # a failure is reported once, by the Spot queue that ran it
         return handle
@@ -225,14 +245,25 @@ class ZLinkSpotSerialExecutor(Coordinator):
 
     # ------------------------------------------------------- lane-owned maps
     def _actor_queue(self, actor_id: str) -> ZLinkSerialExecutionQueue:
+        """The Actor's queue, made on first use (in a lane turn)."""
         if checks.ON:
             self._lane.require("actor queue map")
-        q = self._actor_queues.get(actor_id)
+        route = self._registry.cell(actor_id)
+        q = route.queue
         if q is None:
-            q = self._actor_queues[actor_id] = self._make_queue(
+            q = route.queue = self._make_queue(
                 f"{self._name}/actor:{actor_id}", self._actor_config
             )
         return q
+
+    def _actor_route(self, actor_id: str) -> tuple[_ActorRoute, ZLinkSerialExecutionQueue]:
+        """The Actor's route and queue (in a lane turn). The route keeps whatever queue
+        ``_actor_queue`` answers, so that one method decides an Actor's queue for
+        every message, not only for the first."""
+        queue = self._actor_queue(actor_id)
+        route = self._registry.cell(actor_id)
+        route.queue = queue
+        return route, queue
 
     def _timer_queue(self, timer_name: str) -> ZLinkSerialExecutionQueue:
         if checks.ON:
@@ -275,7 +306,8 @@ class ZLinkSpotSerialExecutor(Coordinator):
         check_id("actor_id", actor_id)
 
         def take() -> list[ZLinkPendingWork]:
-            q = self._actor_queues.get(actor_id)
+            route = self._routes.get(actor_id)
+            q = route.queue if route is not None else None
             if q is None:
                 return []
             fixed = q.policy.fixed_work_byte_cost
@@ -300,7 +332,8 @@ class ZLinkSpotSerialExecutor(Coordinator):
     def _drop_maps(self) -> None:
         if checks.ON:
             self._lane.require("drop maps")
-        self._actor_queues.clear()
+        for route in self._routes.values():  # the registrations stay
+            route.queue = None
         self._timer_queues.clear()
 
     def _counted(self) -> Iterator[tuple[ZLinkSerialExecutionQueue, WorkRecord]]:
@@ -320,7 +353,11 @@ class ZLinkSpotSerialExecutor(Coordinator):
 
     def actor_ids(self) -> list[str]:
         """Actors that have a queue, in creation order."""
-        return self._lane.run(lambda: list(self._actor_queues))
+        def ids() -> list[str]:
+            owner = {id(r.queue): a for a, r in self._routes.items() if r.queue is not None}
+            return [owner[id(q)] for q in self._made if id(q) in owner]
+
+        return self._lane.run(ids)
 
     def timer_names(self) -> list[str]:
         """Timers that have a queue, in creation order (always empty in SpotWide)."""
