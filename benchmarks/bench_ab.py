@@ -66,13 +66,15 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--base", required=True, type=Path, help="the other checkout")
+    ap.add_argument("--this", type=Path, default=HERE,
+                    help="the checkout measured against the base (default: this one)")
     ap.add_argument("--repeat", type=int, default=5, help="repetitions (default 5)")
     ap.add_argument("command", nargs=argparse.REMAINDER, help="-- then the command")
     args = ap.parse_args()
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
         ap.error("give the command after --")
-    sides = {"this": HERE, "base": args.base.resolve()}
+    sides = {"this": args.this.resolve(), "base": args.base.resolve()}
     argv = argv_of(command)
     times: dict[str, list[float]] = {"this": [], "base": []}
     ratios: list[float] = []
@@ -91,7 +93,7 @@ def main() -> int:
         print(f"rep {rep + 1}: this {got['this']:.2f} s  base {got['base']:.2f} s  "
               f"base/this {ratios[-1]:.2f}x", flush=True)
     print(f"command: {' '.join(command)}")
-    print(f"this {HERE}: {spread(times['this'], ' s')}")
+    print(f"this {sides['this']}: {spread(times['this'], ' s')}")
     print(f"base {sides['base']}: {spread(times['base'], ' s')}")
     print(f"base/this, per repetition: {spread(ratios, 'x')} over {args.repeat} repetitions"
           + ("  (a run FAILED: see above)" if failed else ""))
