@@ -142,6 +142,17 @@ class ReplayEngine(Generic[W]):
         it is legal (each distinct state once). Returns [] when some world is left;
         otherwise every candidate world with its error, in closure order, and the
         worlds stay as they were (a lone world may have been changed in place)."""
+        worlds = self.worlds
+        if self.hidden is None and len(worlds) == 1:
+            # A trace's replay: the closure is this world (see ``closure``), and the
+            # step changes it in place; the general loop below would do the same with
+            # a list, a set and a peak update per event.
+            world = worlds[0]
+            try:
+                step(world)
+            except self.illegal as exc:
+                return [(world, exc)]
+            return []
         candidates = self.closure()
         single = len(candidates) == 1
         illegal = self.illegal

@@ -342,6 +342,15 @@ class TraceImage:
 
     ``policy`` (optional) supplies the limits, the burst limit and the time budget;
     ``units_per_ms`` converts the budget to the clock units of the trace's ``now``.
+
+    The image is checked after every event, so what that check reads is kept as the
+    events change it, never recounted: the live works (``_live``, in admission order)
+    and, per lane, the count and bytes of the live works that did not come by
+    ``transfer`` (``own_reserved``; what ``CapacityRespected`` compares with the
+    limits). Recounting them from every work ever accepted made checking a trace
+    quadratic in its length. ``recount`` gives the same figures the slow way, from
+    ``works`` alone; the tests hold the two equal after every event of many traces,
+    broken ones included.
     """
 
     def __init__(self, queue: str, policy: ZLinkExecutionLanePolicy | None = None, *,
@@ -362,6 +371,9 @@ class TraceImage:
         self.served: dict[str, int] = {}
         self.max_pos = -1
         self.works: dict[int, _Work] = {}
+        self._live: dict[int, _Work] = {}
+        self._own_count = {"application": 0, "lifecycle": 0}
+        self._own_bytes = {"application": 0, "lifecycle": 0}
         self.events = 0
         self._found: list[Violation] = []
         self._seq: int | None = None
@@ -369,11 +381,27 @@ class TraceImage:
     # ------------------------------------------------------------ queries
     def live(self) -> list[_Work]:
         """Works accepted and not ended, in admission order."""
-        return [w for w in self.works.values() if w.phase != "done"]
+        return list(self._live.values())
 
     def transferred(self) -> set[int]:
         """Live works that came in by ``transfer``."""
-        return {w.wid for w in self.live() if w.transferred}
+        return {w.wid for w in self._live.values() if w.transferred}
+
+    def own_reserved(self) -> dict[str, tuple[int, int]]:
+        """Per lane, the number and bytes of the live works that were admitted (not
+        moved in by ``transfer``): what the lane's limits bound. Kept as events arrive."""
+        return {lane: (self._own_count[lane], self._own_bytes[lane]) for lane in _LANES}
+
+    def recount(self) -> tuple[list[_Work], dict[str, tuple[int, int]]]:
+        """The live works and ``own_reserved`` computed again from every work ever
+        accepted, as the image once did after each event: the reference the kept
+        figures are held to (tests only; it costs a pass over the whole history)."""
+        live = [w for w in self.works.values() if w.phase != "done"]
+        own: dict[str, tuple[int, int]] = {}
+        for lane in _LANES:
+            mine = [w for w in live if w.lane == lane and not w.transferred]
+            own[lane] = (len(mine), sum(w.nbytes for w in mine))
+        return live, own
 
     def has_ready(self) -> bool:
         """Some line holds an item."""
@@ -416,12 +444,10 @@ class TraceImage:
              policy.application_byte_capacity),
             ("lifecycle", policy.lifecycle_message_capacity, policy.lifecycle_byte_capacity),
         ):
-            own = [w for w in self.works.values()
-                   if w.phase != "done" and w.lane == lane and not w.transferred]
-            nbytes = sum(w.nbytes for w in own)
-            if len(own) > ccap or nbytes > bcap:
+            count, nbytes = self._own_count[lane], self._own_bytes[lane]
+            if count > ccap or nbytes > bcap:
                 self._bad("CapacityRespected",
-                          f"{lane} lane holds {len(own)} admitted work(s), {nbytes} bytes; "
+                          f"{lane} lane holds {count} admitted work(s), {nbytes} bytes; "
                           f"limits {ccap} and {bcap}")
 
     def _work(self, ev: TraceEvent) -> _Work | None:
@@ -454,6 +480,10 @@ class TraceImage:
     def _release(self, w: _Work, outcome: str) -> None:
         self.count[w.lane] -= 1
         self.bytes[w.lane] -= w.nbytes
+        del self._live[w.wid]
+        if not w.transferred:
+            self._own_count[w.lane] -= 1
+            self._own_bytes[w.lane] -= w.nbytes
         w.phase = "done"
         w.ends += 1
         w.outcome = outcome
@@ -472,7 +502,10 @@ class TraceImage:
         line = "barrier" if barrier else lane
         if barrier and lane != "application":
             self._bad("WellFormedTrace", f"barrier-next work {wid} in the {lane} lane")
-        w = self.works[wid] = _Work(wid, lane, line, nbytes, transferred)
+        w = self.works[wid] = self._live[wid] = _Work(wid, lane, line, nbytes, transferred)
+        if not transferred:
+            self._own_count[lane] += 1
+            self._own_bytes[lane] += nbytes
         w.pos = pos
         self._fresh_pos(ev, pos)
         w.zombie = self.mode == "safely"

@@ -200,7 +200,7 @@ class QueueReplayer:
         return None
 
     def _step(self, ev: TraceEvent, world: QueueWorld) -> None:
-        got = (ev.event, dict(ev.fields))
+        got = (ev.event, ev.fields)  # compared, never changed
         if world.pending:
             want = world.pending.pop(0)
             if want != got:
@@ -217,11 +217,11 @@ class QueueReplayer:
             raise _MismatchError(f"missing or bad field: {exc}") from None
         if not emitted:
             raise _MismatchError("the model's step emits no event (nothing changes)")
-        first, *rest = emitted
+        first = emitted[0]
         if first != got:
             raise _MismatchError("the model's step emits another event",
                             {"event": first[0], **first[1]})
-        world.pending = list(rest)
+        world.pending = emitted[1:]
 
     def _rec(self, world: QueueWorld, ev: TraceEvent) -> WorkRecord:
         wid = int(ev["work"])
