@@ -28,6 +28,7 @@ import asyncio
 import contextlib
 import contextvars
 import threading
+import types
 from collections.abc import Awaitable, Callable, Generator
 from functools import partial
 from types import CoroutineType
@@ -971,30 +972,67 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
 
     async def _drive(self, rec: ZLinkWorkHandle[Any], aw: Awaitable[Any], parked_at: float,
                      skew: float) -> None:
+        """The drive task: one per slice that met an async work, not one per work."""
+        await self._drive_works(rec, aw, parked_at, skew)
+
+    @types.coroutine
+    def _drive_works(self, rec: ZLinkWorkHandle[Any], aw: Awaitable[Any], parked_at: float,
+                     skew: float) -> Generator[Any, Any, None]:
+        """Run ``rec``'s work and every later one the drain hands back, in this task.
+
+        Each work runs in a context of its own, a copy of this task's, entered around
+        every step of the work (``Context.run``): what a work sets, it sets for itself
+        and the tasks it makes, never for the works after it. ``asyncio.current_task()``
+        is this task from the work's first step to its last, so ``asyncio.timeout`` and
+        cancellation reach the work through it. The work is delegated to by ``_runner``
+        (``yield from``), which costs what an ``await`` costs; driving it with
+        ``coro.send`` would raise a ``StopIteration`` per work. What the work waits on
+        is passed to the task unchanged, and what the task delivers (a result, a
+        cancellation) is passed back into the work."""
         task = asyncio.current_task()
         # The work took the turn when the drain made this task; the task starts a loop
         # turn later, after other owners' callbacks. That wait is not the owner's time.
         skew += self._rt.now() - parked_at
+        steps = _Steps()
+        runner = _runner(steps)
+        runner.send(None)
+        send = runner.send
+        throw = runner.throw
+        copy_context = contextvars.copy_context
         while True:
             rec._task = task
-            _async_current.set(rec)
-            outcome = COMPLETED
-            try:
-                value = await aw
-            except asyncio.CancelledError as exc:
-                if task is not None and task.cancelling():
-                    # This task was cancelled (disposal, loop shutdown): end the work
-                    # and let the task end too; the drain goes on in a new callback.
-                    self._hand_off(rec, CANCELLED, exc)
+            steps.rec = rec
+            steps.aw = aw
+            run = copy_context().run
+            step = run(send, None)
+            while step is not steps:
+                if type(step) is _PostFromDrive:
+                    # Posted here, in this task's context, not in the work's.
+                    self._rt.loop.call_soon(step.callback)
+                    step = run(send, None)
+                    continue
+                try:
+                    sent = yield step
+                except GeneratorExit:
+                    run(runner.close)  # the loop is being destroyed: close the work
                     raise
-                outcome, value = CANCELLED, exc  # the work raised it itself
-            except GeneratorExit:
-                raise  # the loop is being destroyed: touch nothing
-            except BaseException as exc:
-                outcome, value = FAILED, exc
-                if not isinstance(exc, Exception):
-                    self._hand_off(rec, FAILED, exc)
-                    raise
+                except BaseException as exc:
+                    step = run(throw, exc)
+                else:
+                    step = run(send, sent)
+            outcome, value = steps.outcome, steps.value
+            steps.rec = steps.aw = steps.value = None
+            if outcome == FAILED:
+                if isinstance(value, asyncio.CancelledError):
+                    if task is not None and task.cancelling():
+                        # This task was cancelled (disposal, loop shutdown): end the work
+                        # and let the task end too; the drain goes on in a new callback.
+                        self._hand_off(rec, CANCELLED, value)
+                        raise value
+                    outcome = CANCELLED  # the work raised it itself
+                elif not isinstance(value, Exception):
+                    self._hand_off(rec, FAILED, value)
+                    raise value
             nxt = self._run_turns(rec, outcome, value, skew)
             if nxt is None:
                 return
@@ -1028,7 +1066,9 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
             return fut.result()
         rt = self._rt
         self._core.yield_turn(rec)
-        rt.loop.call_soon(self._continue)  # the drain role moves on without this work
+        # The drain role moves on without this work, posted from the drive task's
+        # context: the works it runs must not see what this work set.
+        await _post_from_drive(self._continue)
         rec._extra().awaiting = awaitable
         cancel: asyncio.CancelledError | None = None
         error: BaseException | None = None
@@ -1047,7 +1087,7 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
         aux.permit = permit
         aux.awaiting = None
         if self._core.requeue(rec):
-            rt.loop.call_soon(self._drain)
+            await _post_from_drive(self._drain)
         while not permit.done():
             try:
                 await asyncio.shield(permit)
@@ -1145,6 +1185,58 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
             self._rt.loop.call_exception_handler(
                 {"message": f"error hook of {self.name} raised", "exception": hook_exc}
             )
+
+
+class _Steps:
+    """What a drive task and its runner pass each other: the work to run next and, once
+    it ended, how. One per drive task, reused for every work it runs."""
+
+    __slots__ = ("aw", "outcome", "rec", "value")
+
+    def __init__(self) -> None:
+        self.rec: ZLinkWorkHandle[Any] | None = None
+        self.aw: Awaitable[Any] | None = None
+        self.outcome = COMPLETED
+        self.value: Any = None
+
+
+class _PostFromDrive:
+    """Yielded by a work's code up to its drive task (never to asyncio): post
+    ``callback`` from the drive task's context rather than the work's."""
+
+    __slots__ = ("callback",)
+
+    def __init__(self, callback: Callable[[], None]) -> None:
+        self.callback = callback
+
+
+@types.coroutine
+def _post_from_drive(callback: Callable[[], None]) -> Generator[Any, Any, None]:
+    """Ask the drive task running this work to post ``callback``; it does so at once and
+    the work goes on without giving the loop a turn."""
+    yield _PostFromDrive(callback)
+
+
+@types.coroutine
+def _runner(steps: _Steps) -> Generator[Any, Any, None]:
+    """Run the async works of one drive task one after another, each to its end: the
+    work named by ``steps``, delegated to with ``yield from``. Yields what the work
+    waits on, and ``steps`` itself once the work ended, its outcome filled in. Started
+    once per drive task; the driver enters the work's context around every step."""
+    yield steps
+    while True:
+        _async_current.set(steps.rec)
+        aw = steps.aw
+        try:
+            it = aw if type(aw) is CoroutineType else aw.__await__()  # type: ignore[union-attr]
+            steps.value = yield from cast("Generator[Any, Any, Any]", it)
+            steps.outcome = COMPLETED
+        except GeneratorExit:
+            raise
+        except BaseException as exc:
+            steps.value = exc
+            steps.outcome = FAILED
+        yield steps
 
 
 def _check_bytes(payload_bytes: int) -> int:
