@@ -867,11 +867,15 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
         rt.loop.create_task(self._drive(rec, aw, rt.now(), skew))
 
     def _run_turns(
-        self, prev: ZLinkWorkHandle[Any] | None, outcome: int, value: Any, skew: float = 0
-    ) -> tuple[ZLinkWorkHandle[Any], Awaitable[Any]] | None:
+        self, prev: ZLinkWorkHandle[Any] | None, outcome: int, value: Any, skew: float = 0,
+        steps: _Steps | None = None,
+    ) -> tuple[ZLinkWorkHandle[Any], Any] | None:
         """Hold the drain role: end ``prev``'s turn, then run synchronous works until the
         drain leaves, a resumed work takes the turn, or a work returns an awaitable
-        (returned, for the caller to await on a task).
+        (returned, for the caller to await on a task). Called by a drive task
+        (``steps``), it starts an async work at once instead, in that task: one that ends
+        without waiting is ended like a synchronous one, and one that waits is returned
+        with what it waits on.
 
         ``skew`` is how long this slice's drain role waited for its task to start; the
         core is given clock readings minus it, so the time budget counts the time the
@@ -937,7 +941,18 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
                 if type(result) is TurnHold:
                     result.handle.add_done_callback(partial(self._held_done, rec))
                     return None
-                return rec, result
+                if steps is None:
+                    return rec, result  # the caller makes a drive task for it
+                # Started here, in a copy of the drive task's context (_Steps.start inline).
+                rec._task = steps.task
+                steps.rec = rec
+                steps.aw = result
+                steps.run = run = _copy_context().run
+                step = run(steps.send, None)
+                if step is not steps:
+                    return rec, step  # it waits (or failed): the drive task goes on with it
+                prev, outcome, value = rec, COMPLETED, steps.value
+                continue
             prev_plain = False
             if rec.resumes:
                 # A resume permit: the suspended work continues on its own task.
@@ -968,7 +983,18 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
             if not (type(result) is CoroutineType or hasattr(result, "__await__")):
                 prev, outcome, value = rec, COMPLETED, result
                 continue
-            return rec, result
+            if steps is None:
+                return rec, result  # the caller makes a drive task for it
+            # Started here, in a copy of the drive task's context (_Steps.start inline).
+            rec._task = steps.task
+            steps.rec = rec
+            steps.aw = result
+            steps.run = run = _copy_context().run
+            step = run(steps.send, None)
+            if step is not steps:
+                return rec, step  # it waits (or failed): the drive task goes on with it
+            prev, outcome, value = rec, COMPLETED, steps.value
+            continue
 
     async def _drive(self, rec: ZLinkWorkHandle[Any], aw: Awaitable[Any], parked_at: float,
                      skew: float) -> None:
@@ -978,65 +1004,50 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
     @types.coroutine
     def _drive_works(self, rec: ZLinkWorkHandle[Any], aw: Awaitable[Any], parked_at: float,
                      skew: float) -> Generator[Any, Any, None]:
-        """Run ``rec``'s work and every later one the drain hands back, in this task.
+        """Run ``rec``'s work, then hold the drain role in this task: every later async
+        work of the slice starts here at once (``_run_turns`` with ``steps``), and the
+        one that waits is driven here to its end.
 
         Each work runs in a context of its own, a copy of this task's, entered around
-        every step of the work (``Context.run``): what a work sets, it sets for itself
-        and the tasks it makes, never for the works after it. ``asyncio.current_task()``
-        is this task from the work's first step to its last, so ``asyncio.timeout`` and
-        cancellation reach the work through it. The work is delegated to by ``_runner``
-        (``yield from``), which costs what an ``await`` costs; driving it with
-        ``coro.send`` would raise a ``StopIteration`` per work. What the work waits on
-        is passed to the task unchanged, and what the task delivers (a result, a
-        cancellation) is passed back into the work."""
-        task = asyncio.current_task()
+        every step of the work: what a work sets, it sets for itself and the tasks it
+        makes, never for the works after it. ``asyncio.current_task()`` is this task
+        from the work's first step to its last, so ``asyncio.timeout`` and cancellation
+        reach the work through it. What the work waits on is passed to the task
+        unchanged, and what the task delivers (a result, a cancellation) is passed back
+        into the work."""
+        steps = _Steps(cast("asyncio.Task[Any]", asyncio.current_task()))
         # The work took the turn when the drain made this task; the task starts a loop
         # turn later, after other owners' callbacks. That wait is not the owner's time.
         skew += self._rt.now() - parked_at
-        steps = _Steps()
-        runner = _runner(steps)
-        runner.send(None)
-        send = runner.send
-        throw = runner.throw
-        copy_context = contextvars.copy_context
+        send = steps.send
+        throw = steps.throw
+        step = steps.start(rec, aw)
         while True:
-            rec._task = task
-            steps.rec = rec
-            steps.aw = aw
-            run = copy_context().run
-            step = run(send, None)
+            run = steps.run
             while step is not steps:
-                if type(step) is _PostFromDrive:
+                if type(step) is _DriveSignal:
+                    if step is _FAILED:
+                        outcome, value = steps.failed(self)
+                        break
                     # Posted here, in this task's context, not in the work's.
-                    self._rt.loop.call_soon(step.callback)
+                    self._rt.loop.call_soon(cast("Callable[[], None]", step.callback))
                     step = run(send, None)
                     continue
                 try:
                     sent = yield step
                 except GeneratorExit:
-                    run(runner.close)  # the loop is being destroyed: close the work
+                    run(steps.close)  # the loop is being destroyed: close the work
                     raise
                 except BaseException as exc:
                     step = run(throw, exc)
                 else:
                     step = run(send, sent)
-            outcome, value = steps.outcome, steps.value
-            steps.rec = steps.aw = steps.value = None
-            if outcome == FAILED:
-                if isinstance(value, asyncio.CancelledError):
-                    if task is not None and task.cancelling():
-                        # This task was cancelled (disposal, loop shutdown): end the work
-                        # and let the task end too; the drain goes on in a new callback.
-                        self._hand_off(rec, CANCELLED, value)
-                        raise value
-                    outcome = CANCELLED  # the work raised it itself
-                elif not isinstance(value, Exception):
-                    self._hand_off(rec, FAILED, value)
-                    raise value
-            nxt = self._run_turns(rec, outcome, value, skew)
+            else:
+                outcome, value = COMPLETED, steps.value
+            nxt = self._run_turns(rec, outcome, value, skew, steps)
             if nxt is None:
                 return
-            rec, aw = nxt
+            rec, step = nxt
 
     def _held_done(self, rec: ZLinkWorkHandle[Any], target: ZLinkWorkHandle[Any]) -> None:
         """The work ``rec``'s turn was held for ended: end ``rec`` the same way and take
@@ -1188,56 +1199,104 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
 
 
 class _Steps:
-    """What a drive task and its runner pass each other: the work to run next and, once
-    it ended, how. One per drive task, reused for every work it runs."""
+    """A drive task's runner and what it and the runner pass each other: the work
+    running now, its context, and, once it ended, its result or exception. One per
+    drive task, reused for every work the task runs."""
 
-    __slots__ = ("aw", "outcome", "rec", "value")
+    __slots__ = ("aw", "close", "rec", "run", "send", "task", "throw", "value")
 
-    def __init__(self) -> None:
+    def __init__(self, task: asyncio.Task[Any]) -> None:
+        self.task = task
         self.rec: ZLinkWorkHandle[Any] | None = None
-        self.aw: Awaitable[Any] | None = None
-        self.outcome = COMPLETED
+        self.aw: Any = None  # the work's awaitable (a coroutine, mostly)
         self.value: Any = None
+        runner = _runner(self)
+        runner.send(None)
+        self.send = runner.send
+        self.throw = runner.throw
+        self.close = runner.close
+        self.run: Callable[..., Any] = contextvars.Context().run
+
+    def start(self, rec: ZLinkWorkHandle[Any], aw: Awaitable[Any]) -> Any:
+        """Run ``rec``'s work up to its first wait, in a copy of the calling context (the
+        drive task's): returns what it waits on, ``self`` if it completed, ``_FAILED``
+        if it raised. ``_run_turns`` has the same lines written out (a call less per
+        work)."""
+        rec._task = self.task
+        self.rec = rec
+        self.aw = aw
+        self.run = run = _copy_context().run
+        return run(self.send, None)
+
+    def failed(self, queue: ZLinkSerialExecutionQueue) -> tuple[int, Any]:
+        """The outcome of the work that raised. A cancellation of the drive task itself
+        (disposal, loop shutdown) and an exception that is no ``Exception`` end the work
+        and pass the drain role to a posted callback, then propagate: the task ends."""
+        exc = self.value
+        self.value = None
+        rec = cast("ZLinkWorkHandle[Any]", self.rec)
+        if isinstance(exc, asyncio.CancelledError):
+            if not self.task.cancelling():
+                return CANCELLED, exc  # the work raised it itself
+            queue._hand_off(rec, CANCELLED, exc)
+            raise exc
+        if not isinstance(exc, Exception):
+            queue._hand_off(rec, FAILED, exc)
+            raise exc
+        return FAILED, exc
 
 
-class _PostFromDrive:
-    """Yielded by a work's code up to its drive task (never to asyncio): post
-    ``callback`` from the drive task's context rather than the work's."""
+class _DriveSignal:
+    """Yielded up to a drive task, never to asyncio: by a runner whose work raised
+    (``_FAILED``, the exception is in ``_Steps.value``), or by a work's code asking the
+    drive task to post ``callback`` from the drive task's context rather than the
+    work's."""
 
     __slots__ = ("callback",)
 
-    def __init__(self, callback: Callable[[], None]) -> None:
+    def __init__(self, callback: Callable[[], None] | None) -> None:
         self.callback = callback
+
+
+_FAILED = _DriveSignal(None)
+_copy_context = contextvars.copy_context
 
 
 @types.coroutine
 def _post_from_drive(callback: Callable[[], None]) -> Generator[Any, Any, None]:
     """Ask the drive task running this work to post ``callback``; it does so at once and
     the work goes on without giving the loop a turn."""
-    yield _PostFromDrive(callback)
+    yield _DriveSignal(callback)
+
+
+async def _await_other(aw: Awaitable[Any]) -> Any:
+    """An awaitable that is no coroutine, as a coroutine the runner can delegate to."""
+    return await aw
 
 
 @types.coroutine
 def _runner(steps: _Steps) -> Generator[Any, Any, None]:
     """Run the async works of one drive task one after another, each to its end: the
-    work named by ``steps``, delegated to with ``yield from``. Yields what the work
-    waits on, and ``steps`` itself once the work ended, its outcome filled in. Started
-    once per drive task; the driver enters the work's context around every step."""
+    work named by ``steps``, delegated to with ``yield from``, so its steps cost what an
+    ``await`` costs and no ``StopIteration`` is raised per work (driving it with
+    ``coro.send`` would). Yields what the work waits on, then ``steps`` when it
+    completed or ``_FAILED`` when it raised. Started once per drive task; the driver
+    enters the work's context around every step."""
     yield steps
+    set_current = _async_current.set
     while True:
-        _async_current.set(steps.rec)
+        set_current(steps.rec)
         aw = steps.aw
         try:
-            it = aw if type(aw) is CoroutineType else aw.__await__()  # type: ignore[union-attr]
-            steps.value = yield from cast("Generator[Any, Any, Any]", it)
-            steps.outcome = COMPLETED
+            steps.value = yield from (
+                aw if type(aw) is CoroutineType else _await_other(aw))
         except GeneratorExit:
             raise
         except BaseException as exc:
             steps.value = exc
-            steps.outcome = FAILED
+            yield _FAILED
+            continue
         yield steps
-
 
 def _check_bytes(payload_bytes: int) -> int:
     if isinstance(payload_bytes, bool) or not isinstance(payload_bytes, int):
