@@ -132,6 +132,15 @@ async def test_SE_6_7_asyncio_timeout_inside_an_async_work_fires_and_leaves_noth
                 await gate.wait()
         except TimeoutError:
             log.append(("after a wait", asyncio.current_task().cancelling()))  # type: ignore[union-attr]
+        try:
+            # It fires while the work waits on no future (a bare loop turn): only the
+            # task's own delivery can bring it into the work.
+            async with asyncio.timeout(0):
+                for _ in range(100):
+                    await asyncio.sleep(0)
+            log.append("the timeout never reached the work")
+        except TimeoutError:
+            log.append(("between turns", asyncio.current_task().cancelling()))  # type: ignore[union-attr]
 
     async def never_waits() -> None:
         async with asyncio.timeout(3600):
@@ -149,8 +158,8 @@ async def test_SE_6_7_asyncio_timeout_inside_an_async_work_fires_and_leaves_noth
     lane.submit(never_waits)
     lane.submit(next_work)
     await run_until_idle()
-    assert log == [("first step", 0), ("after a wait", 0), ("never waits", 0),
-                   ("next", False, 0)]
+    assert log == [("first step", 0), ("after a wait", 0), ("between turns", 0),
+                   ("never waits", 0), ("next", False, 0)]
     gate.open()
     await lane.queue.await_quiescence()
     assert log[-1] == "next passed the gate"
