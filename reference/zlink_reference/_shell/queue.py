@@ -1015,12 +1015,12 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
         reach the work through it. What the work waits on is passed to the task
         unchanged, and what the task delivers (a result, a cancellation) is passed back
         into the work."""
-        steps = _Steps(cast("asyncio.Task[Any]", asyncio.current_task()))
+        steps = _Steps.take(asyncio.current_task())  # type: ignore[arg-type]
         # The work took the turn when the drain made this task; the task starts a loop
         # turn later, after other owners' callbacks. That wait is not the owner's time.
         skew += self._rt.now() - parked_at
         send = steps.send
-        throw = steps.throw
+        throw = steps.runner.throw
         step = steps.start(rec, aw)
         while True:
             run = steps.run
@@ -1036,7 +1036,7 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
                 try:
                     sent = yield step
                 except GeneratorExit:
-                    run(steps.close)  # the loop is being destroyed: close the work
+                    run(steps.runner.close)  # the loop is being destroyed: close the work
                     raise
                 except BaseException as exc:
                     step = run(throw, exc)
@@ -1046,6 +1046,7 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
                 outcome, value = COMPLETED, steps.value
             nxt = self._run_turns(rec, outcome, value, skew, steps)
             if nxt is None:
+                steps.rest()
                 return
             rec, step = nxt
 
@@ -1200,22 +1201,42 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
 
 class _Steps:
     """A drive task's runner and what it and the runner pass each other: the work
-    running now, its context, and, once it ended, its result or exception. One per
-    drive task, reused for every work the task runs."""
+    running now, its context, and, once it ended, its result or exception. Used by one
+    drive task at a time, for every work that task runs."""
 
-    __slots__ = ("aw", "close", "rec", "run", "send", "task", "throw", "value")
+    __slots__ = ("aw", "rec", "run", "runner", "send", "task", "value")
 
     def __init__(self, task: asyncio.Task[Any]) -> None:
         self.task = task
         self.rec: ZLinkWorkHandle[Any] | None = None
         self.aw: Any = None  # the work's awaitable (a coroutine, mostly)
         self.value: Any = None
-        runner = _runner(self)
+        self.runner = runner = _runner(self)
         runner.send(None)
         self.send = runner.send
-        self.throw = runner.throw
-        self.close = runner.close
-        self.run: Callable[..., Any] = contextvars.Context().run
+        self.run: Callable[..., Any]  # the running work's Context.run, set by start
+
+    @staticmethod
+    def take(task: asyncio.Task[Any]) -> _Steps:
+        """A runner at rest for the drive task ``task``: one a drive task that ended
+        left behind, or a new one. Making a runner (a generator, started) is most of
+        what a drive task costs beyond asyncio's own task."""
+        if _RESTING:
+            try:
+                steps = _RESTING.pop()
+            except IndexError:  # another loop's thread took the last one
+                return _Steps(task)
+            steps.task = task
+            return steps
+        return _Steps(task)
+
+    def rest(self) -> None:
+        """The drive task ends with its runner between works: keep the runner for the
+        next one (a few are kept; nothing of the last work is)."""
+        if len(_RESTING) < 16:
+            self.rec = self.aw = self.value = None
+            self.task = None  # type: ignore[assignment]
+            _RESTING.append(self)
 
     def start(self, rec: ZLinkWorkHandle[Any], aw: Awaitable[Any]) -> Any:
         """Run ``rec``'s work up to its first wait, in a copy of the calling context (the
@@ -1259,6 +1280,7 @@ class _DriveSignal:
 
 
 _FAILED = _DriveSignal(None)
+_RESTING: list[_Steps] = []  # runners between works, left by drive tasks that ended
 _copy_context = contextvars.copy_context
 
 
