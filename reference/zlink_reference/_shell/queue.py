@@ -14,12 +14,25 @@ the same "accepted, or rejected with nothing inserted" answer, in one atomic ste
 How a work runs (SE-6.7). The drain role is held by exactly one piece of code at a
 time: the posted drain callback, a drive task, or a resumed work's task. Synchronous
 works run inline in the drain loop. The first work that returns an awaitable moves the
-drain role into a drive task, which awaits that work (so the work keeps the turn while it
-awaits anything that is not a framework call) and goes on draining after it. When a work
-calls ``yield_framework_call`` and the call is pending, the core records ``yield_turn``,
-the drain role is handed to a freshly posted callback, and the task stays with the work:
-it awaits the external call, queues its resume permit (``requeue``) and waits until the
-drain gives the permit the turn. Whoever ends a turn carries the drain role on.
+drain role into a drive task, which runs that work (so the work keeps the turn while it
+awaits anything that is not a framework call) and goes on draining after it. Every later
+async work of the slice starts inside that task at once, with no task of its own: one
+that ends without waiting is ended like a synchronous work, one that waits is driven on
+in the task. Each async work runs in a context of its own (a copy of the drive task's),
+so what it sets never reaches the works after it; ``asyncio.current_task()`` is the drive
+task from its first step to its end, which keeps ``asyncio.timeout`` and cancellation
+working. When a work calls ``yield_framework_call`` and the call is pending, the core
+records ``yield_turn``, the drain role is handed to a freshly posted callback, and the
+task stays with the work: it awaits the external call, queues its resume permit
+(``requeue``) and waits until the drain gives the permit the turn. Whoever ends a turn
+carries the drain role on.
+
+Why not a task per async work, started eagerly (asyncio's eager task factory)? Python
+3.11 has none: ``Task()`` always schedules its first step, a first step run outside a
+task sees no ``current_task()`` (``asyncio.timeout`` raises at once), and a coroutine
+moved into a task made when it first suspends would see its task change under it (a
+timeout entered on the first step cancels the wrong task). The drive task gives the same
+view at no per-work cost: the task is made once per slice, not per work.
 """
 
 from __future__ import annotations
