@@ -1315,8 +1315,9 @@ def _runner(steps: _Steps) -> Generator[Any, Any, None]:
     work named by ``steps``, delegated to with ``yield from``, so its steps cost what an
     ``await`` costs and no ``StopIteration`` is raised per work (driving it with
     ``coro.send`` would). Yields what the work waits on, then ``steps`` when it
-    completed or ``_FAILED`` when it raised. Started once per drive task; the driver
-    enters the work's context around every step."""
+    completed or ``_FAILED`` when it raised. Started once, then used by one drive task
+    after another (``_Steps.take``); the driver enters the work's context around every
+    step."""
     yield steps
     set_current = _async_current.set
     while True:
@@ -1332,6 +1333,7 @@ def _runner(steps: _Steps) -> Generator[Any, Any, None]:
             yield _FAILED
             continue
         yield steps
+
 
 def _check_bytes(payload_bytes: int) -> int:
     if isinstance(payload_bytes, bool) or not isinstance(payload_bytes, int):
