@@ -360,3 +360,86 @@ async def test_SE_6_4_async_works_started_inside_the_drive_task_keep_the_time_bu
     assert events.count("end_slice") == 1
     cut = events.index("end_slice")
     assert events[:cut].count("finish") == 3
+
+
+async def test_SE_6_7_an_async_work_into_an_idle_queue_that_never_waits_makes_no_task() -> None:
+    """Five idle queues get one async work each (five slices): each work starts in its
+    drain at once, with a task current that is no task of its own (the same one for all
+    five), and ends without one being made."""
+    loop = asyncio.get_running_loop()
+    queues = [ZLinkSerialExecutionQueue(name=f"q{i}") for i in range(5)]
+    seen: list[tuple[int | None, bool]] = []
+
+    async def work() -> None:
+        seen.append((task_id(), current_work() is not None))
+
+    queues[0].enqueue(work)  # the first one may have to make the loop's spare
+    await run_until_idle()
+    tasks_before = len(asyncio.all_tasks(loop))
+    for q in queues[1:]:
+        q.enqueue(work)
+    await run_until_idle()
+    assert len(seen) == 5 and all(handle for _, handle in seen)
+    assert None not in {t for t, _ in seen}
+    assert len({t for t, _ in seen[1:]}) == 1, seen  # no task per work
+    assert len(asyncio.all_tasks(loop)) == tasks_before
+
+
+@pytest.mark.parametrize("how", LANES)
+async def test_SD_1_dispose_before_the_spare_task_took_over_a_waiting_work(how: str) -> None:
+    """A work that waits since its first step (taken in the drain callback) is handed to
+    a task that has not run yet when the queue is disposed: the cancellation reaches the
+    work at its await, in its context, once that task runs; it ends cancelled and the
+    work behind it never starts."""
+    lane = Lane(how)
+    q = lane.queue
+    loop = asyncio.get_running_loop()
+    gate = Gate()
+    log: list[Any] = []
+
+    async def waits() -> None:
+        VAR.set("waits")
+        log.append(("first step", task_id() is not None))
+        try:
+            await gate.wait()
+        except asyncio.CancelledError:
+            log.append(("cancelled at its await", VAR.get(), q.is_current()))
+            raise
+
+    async def warm() -> None:  # the loop's spare task is made and waits for a work
+        await asyncio.sleep(0)
+
+    lane.submit(warm)
+    await run_until_idle()
+    lane.submit(waits)
+    lane.submit(lambda: log.append("never"))
+    loop.call_soon(q.dispose)  # runs right after the drain, before the task takes over
+    await q.await_quiescence()
+    assert log == [("first step", True), ("cancelled at its await", "waits", True)]
+    stats = q.statistics()
+    assert (stats.application_count, stats.running, stats.suspended) == (0, False, 0)
+
+
+async def test_SE_6_7_a_work_that_cancels_its_first_steps_task_harms_no_later_work() -> None:
+    """An async work cancels the task current on its first step and ends without
+    waiting; the next async works (new slices of idle queues) still run and complete."""
+    q = ZLinkSerialExecutionQueue(name="q")
+    log: list[Any] = []
+
+    async def cancels_its_task() -> str:
+        asyncio.current_task().cancel()  # type: ignore[union-attr]
+        return "done"
+
+    async def later(name: str) -> None:
+        log.append(name)
+        await asyncio.sleep(0)
+        log.append((name, asyncio.current_task().cancelling()))  # type: ignore[union-attr]
+
+    h = q.enqueue(cancels_its_task)
+    await run_until_idle()
+    assert h.result() == "done"
+    q.enqueue(lambda: later("a"))
+    await run_until_idle()
+    q.enqueue(lambda: later("b"))
+    await q.await_quiescence()
+    assert log == ["a", ("a", 0), "b", ("b", 0)]

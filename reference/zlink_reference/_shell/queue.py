@@ -42,6 +42,7 @@ import contextlib
 import contextvars
 import threading
 import types
+import weakref
 from collections.abc import Awaitable, Callable, Generator
 from functools import partial
 from types import CoroutineType
@@ -876,8 +877,35 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
             self._start_drive(*nxt, skew)
 
     def _start_drive(self, rec: ZLinkWorkHandle[Any], aw: Awaitable[Any], skew: float) -> None:
+        """The drain, in a callback, met the slice's first async work: start it here at
+        once, with the loop's spare task as the current task, and make no task for it
+        unless it waits (then the spare drives it on, and the drain role goes with it).
+        The slice's next async work gets a drive task, which starts the later ones
+        inside it (``_run_turns`` with ``steps``)."""
         rt = self._rt
-        rt.loop.create_task(self._drive(rec, aw, rt.now(), skew))
+        loop = rt.loop
+        spare = _Spare.of(loop) if _current_task(loop) is None else None
+        if spare is not None:  # a callback, and the loop's spare waits: enter it
+            steps = _Steps.take(spare.task)
+            _enter_task(loop, spare.task)
+            try:
+                step = steps.start(rec, aw)
+                while type(step) is _DriveSignal and step is not _FAILED:
+                    loop.call_soon(cast("Callable[[], None]", step.callback))
+                    step = steps.run(steps.send, None)
+            finally:
+                _leave_task(loop, spare.task)
+            if step is not steps and step is not _FAILED:  # it waits: the spare's now
+                spare.hand_over(self, rec, steps, step, skew)
+                return
+            outcome, value = (COMPLETED, steps.value) if step is steps \
+                else steps.failed_here(self)
+            steps.rest()
+            nxt = self._run_turns(rec, outcome, value, skew)
+            if nxt is None:
+                return
+            rec, aw = nxt
+        loop.create_task(self._drive(rec, aw, rt.now(), skew))
 
     def _run_turns(
         self, prev: ZLinkWorkHandle[Any] | None, outcome: int, value: Any, skew: float = 0,
@@ -1016,7 +1044,8 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
 
     @types.coroutine
     def _drive_works(self, rec: ZLinkWorkHandle[Any], aw: Awaitable[Any], parked_at: float,
-                     skew: float) -> Generator[Any, Any, None]:
+                     skew: float, started: _Steps | None = None, step: Any = None,
+                     pending: BaseException | None = None) -> Generator[Any, Any, None]:
         """Run ``rec``'s work, then hold the drain role in this task: every later async
         work of the slice starts here at once (``_run_turns`` with ``steps``), and the
         one that waits is driven here to its end.
@@ -1028,13 +1057,19 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
         reach the work through it. What the work waits on is passed to the task
         unchanged, and what the task delivers (a result, a cancellation) is passed back
         into the work."""
-        steps = _Steps.take(asyncio.current_task())  # type: ignore[arg-type]
-        # The work took the turn when the drain made this task; the task starts a loop
-        # turn later, after other owners' callbacks. That wait is not the owner's time.
-        skew += self._rt.now() - parked_at
+        if started is None:
+            steps = _Steps.take(asyncio.current_task())  # type: ignore[arg-type]
+            # The work took the turn when the drain made this task; the task starts a
+            # loop turn later, after other owners' callbacks. That wait is not the
+            # owner's time.
+            skew += self._rt.now() - parked_at
+            step = steps.start(rec, aw)
+        else:  # a spare task took over a work that waits since its first step
+            steps = started
         send = steps.send
         throw = steps.runner.throw
-        step = steps.start(rec, aw)
+        if pending is not None:  # the spare was cancelled before it took the work over
+            step = steps.run(throw, pending)
         while True:
             run = steps.run
             while step is not steps:
@@ -1262,6 +1297,15 @@ class _Steps:
         self.run = run = _copy_context().run
         return run(self.send, None)
 
+    def failed_here(self, queue: ZLinkSerialExecutionQueue) -> tuple[int, Any]:
+        """``failed`` for a work that raised on its first step in the drain callback: no
+        task runs it, so a ``CancelledError`` is the work's own outcome."""
+        exc = self.value
+        if isinstance(exc, asyncio.CancelledError):
+            self.value = None
+            return CANCELLED, exc
+        return self.failed(queue)
+
     def failed(self, queue: ZLinkSerialExecutionQueue) -> tuple[int, Any]:
         """The outcome of the work that raised. A cancellation of the drive task itself
         (disposal, loop shutdown) and an exception that is no ``Exception`` end the work
@@ -1293,6 +1337,68 @@ class _DriveSignal:
 
 
 _FAILED = _DriveSignal(None)
+_current_task = asyncio.current_task
+# asyncio's own bookkeeping of the running task (what ``current_task()`` returns), used to
+# make the spare task current around a first step taken in a callback.
+_enter_task = asyncio.tasks._enter_task
+_leave_task = asyncio.tasks._leave_task
+
+
+class _Spare:
+    """An idle task kept per event loop: the current task of async works' first steps
+    taken in a drain callback. It is a real task, so ``asyncio.timeout`` and
+    ``current_task()`` work on that first step; the first work that waits is handed to
+    it (it drives that work from then on) and the next first step gets a new spare. A
+    task is made only for works that wait."""
+
+    __slots__ = ("job", "ready", "task")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.job: asyncio.Future[tuple[Any, ...]] = loop.create_future()
+        self.ready = False  # its coroutine runs (waits for the job)
+        self.task = loop.create_task(_spare_main(self), name="zlink-spare")
+
+    @staticmethod
+    def of(loop: asyncio.AbstractEventLoop) -> _Spare | None:
+        """The loop's spare if it waits for a job; None when it has none waiting yet (one
+        is made, for the next time). A spare whose coroutine has not started cannot be
+        used: cancelled before its first step, it would end without running a line,
+        and a work handed to it would be lost. One that a first step cancelled (its job
+        is cancelled with it) is replaced."""
+        spare = _SPARES.get(loop)
+        if spare is None or spare.job.done() or spare.task.done():
+            _SPARES[loop] = _Spare(loop)
+            return None
+        return spare if spare.ready else None
+
+    def hand_over(self, queue: ZLinkSerialExecutionQueue, rec: ZLinkWorkHandle[Any],
+                  steps: _Steps, step: Any, skew: float) -> None:
+        """The work waits since its first step: this task drives it on (and carries the
+        drain role after it); the loop gets a new spare when it next needs one."""
+        if _SPARES.get(queue._rt.loop) is self:
+            del _SPARES[queue._rt.loop]
+        self.job.set_result((queue, rec, steps, step, skew))
+
+
+_SPARES: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Spare] = (
+    weakref.WeakKeyDictionary())  # each loop's idle spare
+
+
+async def _spare_main(spare: _Spare) -> None:
+    """A spare task: wait to be handed a work, then drive it. Cancelled while idle (the
+    loop ends), it ends. Cancelled after the hand-over but before it ran, the
+    cancellation is the work's: delivered to it first thing."""
+    job = spare.job
+    spare.ready = True
+    pending: BaseException | None = None
+    try:
+        queue, rec, steps, step, skew = await job
+    except asyncio.CancelledError as exc:
+        if job.cancelled() or not job.done():
+            raise
+        queue, rec, steps, step, skew = job.result()
+        pending = exc
+    await queue._drive_works(rec, None, 0.0, skew, steps, step, pending)
 _RESTING: list[_Steps] = []  # runners between works, left by drive tasks that ended
 _copy_context = contextvars.copy_context
 
