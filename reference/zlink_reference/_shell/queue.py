@@ -988,7 +988,7 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
                 rec._task = steps.task
                 steps.rec = rec
                 steps.aw = result
-                steps.run = run = _copy_context().run
+                steps.run = run = steps.copy().run
                 step = run(steps.send, None)
                 if step is not steps:
                     return rec, step  # it waits (or failed): the drive task goes on with it
@@ -1030,7 +1030,7 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
             rec._task = steps.task
             steps.rec = rec
             steps.aw = result
-            steps.run = run = _copy_context().run
+            steps.run = run = steps.copy().run
             step = run(steps.send, None)
             if step is not steps:
                 return rec, step  # it waits (or failed): the drive task goes on with it
@@ -1078,7 +1078,8 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
                         outcome, value = steps.failed(self)
                         break
                     # Posted here, in this task's context, not in the work's.
-                    self._rt.loop.call_soon(cast("Callable[[], None]", step.callback))
+                    self._rt.loop.call_soon(cast("Callable[[], None]", step.callback),
+                                            context=steps.copy())
                     step = run(send, None)
                     continue
                 try:
@@ -1092,7 +1093,10 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
                     step = run(send, sent)
             else:
                 outcome, value = COMPLETED, steps.value
-            nxt = self._run_turns(rec, outcome, value, skew, steps)
+            if steps.base is None:
+                nxt = self._run_turns(rec, outcome, value, skew, steps)
+            else:  # a spare's: the slice goes on in its drain's context, not the spare's
+                nxt = steps.base.run(self._run_turns, rec, outcome, value, skew, steps)
             if nxt is None:
                 steps.rest()
                 return
@@ -1252,7 +1256,7 @@ class _Steps:
     running now, its context, and, once it ended, its result or exception. Used by one
     drive task at a time, for every work that task runs."""
 
-    __slots__ = ("aw", "rec", "run", "runner", "send", "task", "value")
+    __slots__ = ("aw", "base", "copy", "rec", "run", "runner", "send", "task", "value")
 
     def __init__(self, task: asyncio.Task[Any]) -> None:
         self.task = task
@@ -1263,6 +1267,10 @@ class _Steps:
         runner.send(None)
         self.send = runner.send
         self.run: Callable[..., Any]  # the running work's Context.run, set by start
+        # The slice's context, when it is not the task's (a spare took the slice over):
+        # works start in copies of it, and the drain's own steps run in it.
+        self.base: contextvars.Context | None = None
+        self.copy: Callable[[], contextvars.Context] = _copy_context
 
     @staticmethod
     def take(task: asyncio.Task[Any]) -> _Steps:
@@ -1282,19 +1290,20 @@ class _Steps:
         """The drive task ends with its runner between works: keep the runner for the
         next one (a few are kept; nothing of the last work is)."""
         if len(_RESTING) < 16:
-            self.rec = self.aw = self.value = None
+            self.rec = self.aw = self.value = self.base = None
+            self.copy = _copy_context
             self.task = None  # type: ignore[assignment]
             _RESTING.append(self)
 
     def start(self, rec: ZLinkWorkHandle[Any], aw: Awaitable[Any]) -> Any:
-        """Run ``rec``'s work up to its first wait, in a copy of the calling context (the
-        drive task's): returns what it waits on, ``self`` if it completed, ``_FAILED``
-        if it raised. ``_run_turns`` has the same lines written out (a call less per
-        work)."""
+        """Run ``rec``'s work up to its first wait, in a copy of the slice's context (the
+        calling one, unless ``base``): returns what it waits on, ``self`` if it
+        completed, ``_FAILED`` if it raised. ``_run_turns`` has the same lines written
+        out (a call less per work)."""
         rec._task = self.task
         self.rec = rec
         self.aw = aw
-        self.run = run = _copy_context().run
+        self.run = run = self.copy().run
         return run(self.send, None)
 
     def failed_here(self, queue: ZLinkSerialExecutionQueue) -> tuple[int, Any]:
@@ -1377,6 +1386,8 @@ class _Spare:
         drain role after it); the loop gets a new spare when it next needs one."""
         if _SPARES.get(queue._rt.loop) is self:
             del _SPARES[queue._rt.loop]
+        steps.base = base = _copy_context()  # the drain's: the rest of the slice runs in it
+        steps.copy = base.copy
         self.job.set_result((queue, rec, steps, step, skew))
 
 
