@@ -13,26 +13,30 @@ the same "accepted, or rejected with nothing inserted" answer, in one atomic ste
 
 How a work runs (SE-6.7). The drain role is held by exactly one piece of code at a
 time: the posted drain callback, a drive task, or a resumed work's task. Synchronous
-works run inline in the drain loop. The first work that returns an awaitable moves the
-drain role into a drive task, which runs that work (so the work keeps the turn while it
-awaits anything that is not a framework call) and goes on draining after it. Every later
-async work of the slice starts inside that task at once, with no task of its own: one
-that ends without waiting is ended like a synchronous work, one that waits is driven on
-in the task. Each async work runs in a context of its own (a copy of the drive task's),
-so what it sets never reaches the works after it; ``asyncio.current_task()`` is the drive
-task from its first step to its end, which keeps ``asyncio.timeout`` and cancellation
-working. When a work calls ``yield_framework_call`` and the call is pending, the core
-records ``yield_turn``, the drain role is handed to a freshly posted callback, and the
-task stays with the work: it awaits the external call, queues its resume permit
-(``requeue``) and waits until the drain gives the permit the turn. Whoever ends a turn
-carries the drain role on.
+works run inline in the drain loop. Async works get no task of their own, and a slice
+makes at most one task. The slice's first async work starts in the drain callback at
+once, with the loop's spare task (an idle task kept per loop) entered as the current
+task: one that ends without waiting is ended like a synchronous work, and one that waits
+is handed to the spare, which drives it on, carries the drain role after it, and is
+replaced by a new spare. Otherwise (no spare waits yet, the drain runs on a task, or
+the slice's first async work ended and a second one comes) the async work moves the
+drain role into a drive task made for it. A spare or drive task starts every later
+async work of its slice inside itself at once, and drives the one that waits. Each async
+work runs in a context of its own (a copy of the drain's), so what it sets never reaches
+the works after it;
+``asyncio.current_task()`` is one task from its first step to its end (the spare, or the
+drive task), which keeps ``asyncio.timeout`` and cancellation working. When a work calls
+``yield_framework_call`` and the call is pending, the core records ``yield_turn``, the
+drain role is handed to a freshly posted callback, and the task stays with the work: it
+awaits the external call, queues its resume permit (``requeue``) and waits until the
+drain gives the permit the turn. Whoever ends a turn carries the drain role on.
 
-Why not a task per async work, started eagerly (asyncio's eager task factory)? Python
-3.11 has none: ``Task()`` always schedules its first step, a first step run outside a
-task sees no ``current_task()`` (``asyncio.timeout`` raises at once), and a coroutine
-moved into a task made when it first suspends would see its task change under it (a
-timeout entered on the first step cancels the wrong task). The drive task gives the same
-view at no per-work cost: the task is made once per slice, not per work.
+Why a spare task? Python 3.11 has no eager task start: ``Task()`` always schedules its
+first step, a first step run outside any task sees no ``current_task()``
+(``asyncio.timeout`` raises at once), and a coroutine moved into a task made when it
+first suspends would see its task change under it (a timeout entered on the first step
+cancels the wrong task). A task that already exists and waits can be made current for
+the first step (asyncio's ``_enter_task``) and take the work over if it waits.
 """
 
 from __future__ import annotations
@@ -1039,7 +1043,8 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
 
     async def _drive(self, rec: ZLinkWorkHandle[Any], aw: Awaitable[Any], parked_at: float,
                      skew: float) -> None:
-        """The drive task: one per slice that met an async work, not one per work."""
+        """A drive task: one per slice whose async work could not start in the drain
+        callback, not one per work."""
         await self._drive_works(rec, aw, parked_at, skew)
 
     @types.coroutine
