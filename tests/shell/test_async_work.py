@@ -37,28 +37,16 @@ AsyncWork = Callable[[], Coroutine[Any, Any, Any]]
 class Lane:
     """A queue and a way to submit to it: ``enqueue`` on a traced queue (every work has
     a handle from the start) or ``post`` on an untraced one (a posted coroutine becomes
-    a handle when it returns its coroutine). ``-cold``: the loop has no spare task
-    waiting yet (its first async work ever), so the slice's first async work gets a
-    drive task of its own instead of starting in the drain callback."""
+    a handle when it returns its coroutine)."""
 
-    def __init__(self, name: str, **kw: Any) -> None:
-        how = name.removesuffix("-cold")
+    def __init__(self, how: str, **kw: Any) -> None:
         self.how = how
-        self.cold = name.endswith("-cold")
         self.errors: list[tuple[BaseException, ZLinkWorkHandle[Any]]] = []
         self.trace = TraceRecorder() if how == "enqueue" else None
         self.clock = VirtualClock()
         self.queue = ZLinkSerialExecutionQueue(
             policy(**kw), name=how, clock=self.clock, observer=self.trace,
             error_hook=lambda exc, h: self.errors.append((exc, h)))
-
-    async def ready(self) -> None:
-        """Unless cold, let the loop make its spare task (one async work that waits, on
-        another queue) so the next slice's first async work starts in its drain."""
-        if not self.cold:
-            other = ZLinkSerialExecutionQueue(name="warm")
-            other.enqueue(lambda: asyncio.sleep(0))
-            await run_until_idle()
 
     def submit(self, work: Callable[[], Any]) -> None:
         if self.how == "enqueue":
@@ -67,7 +55,7 @@ class Lane:
             self.queue.post(work)
 
 
-LANES = ["enqueue", "post", "enqueue-cold"]
+LANES = ["enqueue", "post"]
 
 
 def task_id() -> int | None:
@@ -84,7 +72,6 @@ async def test_SE_6_7_an_async_work_keeps_one_task_and_its_handle_from_first_ste
     after each await, ``current_task()`` is the same task, ``current_work()`` is the
     same handle, and the queue's turn is the work's."""
     lane = Lane(how)
-    await lane.ready()
     q = lane.queue
     gate = Gate()
     seen: dict[str, list[tuple[int | None, object, bool]]] = {}
@@ -130,7 +117,6 @@ async def test_SE_6_7_asyncio_timeout_inside_an_async_work_fires_and_leaves_noth
     uncancelled, so the next works (one started inside the same task) run their own
     timeouts and awaits undisturbed, and a work that never waits can use one too."""
     lane = Lane(how)
-    await lane.ready()
     gate = Gate()
     log: list[Any] = []
 
@@ -187,7 +173,6 @@ async def test_SE_6_7_each_async_work_runs_in_a_context_of_its_own(how: str) -> 
     by the works after it, whether they start in the same drive task or after it, nor
     by the submitter."""
     lane = Lane(how)
-    await lane.ready()
     log: list[tuple[str, str]] = []
 
     def work(name: str, waits: bool) -> AsyncWork:
@@ -230,7 +215,6 @@ async def test_SE_6_7_an_async_work_that_never_waits_ends_with_its_value_or_exce
     handle's result, its exception the handle's exception and the error hook's report,
     a CancelledError it raises itself cancels only it; the works after it still run."""
     lane = Lane(how)
-    await lane.ready()
     q = lane.queue
     boom = KeyError("boom")
     ran: list[str] = []
@@ -276,7 +260,6 @@ async def test_SD_1_dispose_cancels_an_async_work_waiting_inside_the_drive_task(
     disposed: it gets CancelledError at its await, in its own context, and ends
     cancelled; the work queued behind it never starts; the queue ends quiescent."""
     lane = Lane(how)
-    await lane.ready()
     q = lane.queue
     gate = Gate()
     log: list[Any] = []
@@ -377,84 +360,3 @@ async def test_SE_6_4_async_works_started_inside_the_drive_task_keep_the_time_bu
     assert events.count("end_slice") == 1
     cut = events.index("end_slice")
     assert events[:cut].count("finish") == 3
-
-
-async def test_SE_6_7_an_async_work_into_an_idle_queue_that_never_waits_makes_no_task() -> None:
-    """Five idle queues get one async work each (five slices): each work starts in its
-    drain at once, with a task current that is no task of its own (the same one for all
-    five), and ends without one being made."""
-    loop = asyncio.get_running_loop()
-    queues = [ZLinkSerialExecutionQueue(name=f"q{i}") for i in range(5)]
-    seen: list[tuple[int | None, bool]] = []
-
-    async def work() -> None:
-        seen.append((task_id(), current_work() is not None))
-
-    queues[0].enqueue(work)  # the first one may have to make the loop's spare
-    await run_until_idle()
-    tasks_before = len(asyncio.all_tasks(loop))
-    for q in queues[1:]:
-        q.enqueue(work)
-    await run_until_idle()
-    assert len(seen) == 5 and all(handle for _, handle in seen)
-    assert None not in {t for t, _ in seen}
-    assert len({t for t, _ in seen[1:]}) == 1, seen  # no task per work
-    assert len(asyncio.all_tasks(loop)) == tasks_before
-
-
-@pytest.mark.parametrize("how", ["enqueue", "post"])
-async def test_SD_1_dispose_before_the_spare_task_took_over_a_waiting_work(how: str) -> None:
-    """A work that waits since its first step (taken in the drain callback) is handed to
-    a task that has not run yet when the queue is disposed: the cancellation reaches the
-    work at its await, in its context, once that task runs; it ends cancelled and the
-    work behind it never starts."""
-    lane = Lane(how)
-    await lane.ready()
-    q = lane.queue
-    loop = asyncio.get_running_loop()
-    gate = Gate()
-    log: list[Any] = []
-
-    async def waits() -> None:
-        VAR.set("waits")
-        log.append(("first step", task_id() is not None))
-        try:
-            await gate.wait()
-        except asyncio.CancelledError:
-            log.append(("cancelled at its await", VAR.get(), q.is_current()))
-            raise
-
-    lane.submit(waits)
-    lane.submit(lambda: log.append("never"))
-    loop.call_soon(q.dispose)  # runs right after the drain, before the task takes over
-    await q.await_quiescence()
-    assert log == [("first step", True), ("cancelled at its await", "waits", True)]
-    stats = q.statistics()
-    assert (stats.application_count, stats.running, stats.suspended) == (0, False, 0)
-
-
-async def test_SE_6_7_a_work_that_cancels_its_first_steps_task_harms_no_later_work() -> None:
-    """An async work cancels the task current on its first step (taken in the drain
-    callback, with the loop's spare task current) and ends without waiting; the next
-    async works (new slices) still run, wait and complete, uncancelled."""
-    q = ZLinkSerialExecutionQueue(name="q")
-    log: list[Any] = []
-
-    async def cancels_its_task() -> str:
-        asyncio.current_task().cancel()  # type: ignore[union-attr]
-        return "done"
-
-    async def later(name: str) -> None:
-        log.append(name)
-        await asyncio.sleep(0)
-        log.append((name, asyncio.current_task().cancelling()))  # type: ignore[union-attr]
-
-    await Lane("enqueue").ready()  # the loop's spare task waits for a work
-    h = q.enqueue(cancels_its_task)
-    await run_until_idle()
-    assert h.result() == "done"
-    q.enqueue(lambda: later("a"))
-    await run_until_idle()
-    q.enqueue(lambda: later("b"))
-    await q.await_quiescence()
-    assert log == ["a", ("a", 0), "b", ("b", 0)]

@@ -13,30 +13,26 @@ the same "accepted, or rejected with nothing inserted" answer, in one atomic ste
 
 How a work runs (SE-6.7). The drain role is held by exactly one piece of code at a
 time: the posted drain callback, a drive task, or a resumed work's task. Synchronous
-works run inline in the drain loop. Async works get no task of their own, and a slice
-makes at most one task. The slice's first async work starts in the drain callback at
-once, with the loop's spare task (an idle task kept per loop) entered as the current
-task: one that ends without waiting is ended like a synchronous work, and one that waits
-is handed to the spare, which drives it on, carries the drain role after it, and is
-replaced by a new spare. Otherwise (no spare waits yet, the drain runs on a task, or
-the slice's first async work ended and a second one comes) the async work moves the
-drain role into a drive task made for it. A spare or drive task starts every later
-async work of its slice inside itself at once, and drives the one that waits. Each async
-work runs in a context of its own (a copy of the drain's), so what it sets never reaches
-the works after it;
-``asyncio.current_task()`` is one task from its first step to its end (the spare, or the
-drive task), which keeps ``asyncio.timeout`` and cancellation working. When a work calls
-``yield_framework_call`` and the call is pending, the core records ``yield_turn``, the
-drain role is handed to a freshly posted callback, and the task stays with the work: it
-awaits the external call, queues its resume permit (``requeue``) and waits until the
-drain gives the permit the turn. Whoever ends a turn carries the drain role on.
+works run inline in the drain loop. The first work that returns an awaitable moves the
+drain role into a drive task, which runs that work (so the work keeps the turn while it
+awaits anything that is not a framework call) and goes on draining after it. Every later
+async work of the slice starts inside that task at once, with no task of its own: one
+that ends without waiting is ended like a synchronous work, one that waits is driven on
+in the task. Each async work runs in a context of its own (a copy of the drive task's),
+so what it sets never reaches the works after it; ``asyncio.current_task()`` is the drive
+task from its first step to its end, which keeps ``asyncio.timeout`` and cancellation
+working. When a work calls ``yield_framework_call`` and the call is pending, the core
+records ``yield_turn``, the drain role is handed to a freshly posted callback, and the
+task stays with the work: it awaits the external call, queues its resume permit
+(``requeue``) and waits until the drain gives the permit the turn. Whoever ends a turn
+carries the drain role on.
 
-Why a spare task? Python 3.11 has no eager task start: ``Task()`` always schedules its
-first step, a first step run outside any task sees no ``current_task()``
-(``asyncio.timeout`` raises at once), and a coroutine moved into a task made when it
-first suspends would see its task change under it (a timeout entered on the first step
-cancels the wrong task). A task that already exists and waits can be made current for
-the first step (asyncio's ``_enter_task``) and take the work over if it waits.
+Why not a task per async work, started eagerly (asyncio's eager task factory)? Python
+3.11 has none: ``Task()`` always schedules its first step, a first step run outside a
+task sees no ``current_task()`` (``asyncio.timeout`` raises at once), and a coroutine
+moved into a task made when it first suspends would see its task change under it (a
+timeout entered on the first step cancels the wrong task). The drive task gives the same
+view at no per-work cost: the task is made once per slice, not per work.
 """
 
 from __future__ import annotations
@@ -46,7 +42,6 @@ import contextlib
 import contextvars
 import threading
 import types
-import weakref
 from collections.abc import Awaitable, Callable, Generator
 from functools import partial
 from types import CoroutineType
@@ -881,35 +876,8 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
             self._start_drive(*nxt, skew)
 
     def _start_drive(self, rec: ZLinkWorkHandle[Any], aw: Awaitable[Any], skew: float) -> None:
-        """The drain, in a callback, met the slice's first async work: start it here at
-        once, with the loop's spare task as the current task, and make no task for it
-        unless it waits (then the spare drives it on, and the drain role goes with it).
-        The slice's next async work gets a drive task, which starts the later ones
-        inside it (``_run_turns`` with ``steps``)."""
         rt = self._rt
-        loop = rt.loop
-        spare = _Spare.of(loop) if _current_task(loop) is None else None
-        if spare is not None:  # a callback, and the loop's spare waits: enter it
-            steps = _Steps.take(spare.task)
-            _enter_task(loop, spare.task)
-            try:
-                step = steps.start(rec, aw)
-                while type(step) is _DriveSignal and step is not _FAILED:
-                    loop.call_soon(cast("Callable[[], None]", step.callback))
-                    step = steps.run(steps.send, None)
-            finally:
-                _leave_task(loop, spare.task)
-            if step is not steps and step is not _FAILED:  # it waits: the spare's now
-                spare.hand_over(self, rec, steps, step, skew)
-                return
-            outcome, value = (COMPLETED, steps.value) if step is steps \
-                else steps.failed_here(self)
-            steps.rest()
-            nxt = self._run_turns(rec, outcome, value, skew)
-            if nxt is None:
-                return
-            rec, aw = nxt
-        loop.create_task(self._drive(rec, aw, rt.now(), skew))
+        rt.loop.create_task(self._drive(rec, aw, rt.now(), skew))
 
     def _run_turns(
         self, prev: ZLinkWorkHandle[Any] | None, outcome: int, value: Any, skew: float = 0,
@@ -992,7 +960,7 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
                 rec._task = steps.task
                 steps.rec = rec
                 steps.aw = result
-                steps.run = run = steps.copy().run
+                steps.run = run = _copy_context().run
                 step = run(steps.send, None)
                 if step is not steps:
                     return rec, step  # it waits (or failed): the drive task goes on with it
@@ -1034,7 +1002,7 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
             rec._task = steps.task
             steps.rec = rec
             steps.aw = result
-            steps.run = run = steps.copy().run
+            steps.run = run = _copy_context().run
             step = run(steps.send, None)
             if step is not steps:
                 return rec, step  # it waits (or failed): the drive task goes on with it
@@ -1043,14 +1011,12 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
 
     async def _drive(self, rec: ZLinkWorkHandle[Any], aw: Awaitable[Any], parked_at: float,
                      skew: float) -> None:
-        """A drive task: one per slice whose async work could not start in the drain
-        callback, not one per work."""
+        """The drive task: one per slice that met an async work, not one per work."""
         await self._drive_works(rec, aw, parked_at, skew)
 
     @types.coroutine
     def _drive_works(self, rec: ZLinkWorkHandle[Any], aw: Awaitable[Any], parked_at: float,
-                     skew: float, started: _Steps | None = None, step: Any = None,
-                     pending: BaseException | None = None) -> Generator[Any, Any, None]:
+                     skew: float) -> Generator[Any, Any, None]:
         """Run ``rec``'s work, then hold the drain role in this task: every later async
         work of the slice starts here at once (``_run_turns`` with ``steps``), and the
         one that waits is driven here to its end.
@@ -1062,19 +1028,13 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
         reach the work through it. What the work waits on is passed to the task
         unchanged, and what the task delivers (a result, a cancellation) is passed back
         into the work."""
-        if started is None:
-            steps = _Steps.take(asyncio.current_task())  # type: ignore[arg-type]
-            # The work took the turn when the drain made this task; the task starts a
-            # loop turn later, after other owners' callbacks. That wait is not the
-            # owner's time.
-            skew += self._rt.now() - parked_at
-            step = steps.start(rec, aw)
-        else:  # a spare task took over a work that waits since its first step
-            steps = started
+        steps = _Steps.take(asyncio.current_task())  # type: ignore[arg-type]
+        # The work took the turn when the drain made this task; the task starts a loop
+        # turn later, after other owners' callbacks. That wait is not the owner's time.
+        skew += self._rt.now() - parked_at
         send = steps.send
         throw = steps.runner.throw
-        if pending is not None:  # the spare was cancelled before it took the work over
-            step = steps.run(throw, pending)
+        step = steps.start(rec, aw)
         while True:
             run = steps.run
             while step is not steps:
@@ -1083,8 +1043,7 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
                         outcome, value = steps.failed(self)
                         break
                     # Posted here, in this task's context, not in the work's.
-                    self._rt.loop.call_soon(cast("Callable[[], None]", step.callback),
-                                            context=steps.copy())
+                    self._rt.loop.call_soon(cast("Callable[[], None]", step.callback))
                     step = run(send, None)
                     continue
                 try:
@@ -1098,10 +1057,7 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
                     step = run(send, sent)
             else:
                 outcome, value = COMPLETED, steps.value
-            if steps.base is None:
-                nxt = self._run_turns(rec, outcome, value, skew, steps)
-            else:  # a spare's: the slice goes on in its drain's context, not the spare's
-                nxt = steps.base.run(self._run_turns, rec, outcome, value, skew, steps)
+            nxt = self._run_turns(rec, outcome, value, skew, steps)
             if nxt is None:
                 steps.rest()
                 return
@@ -1261,7 +1217,7 @@ class _Steps:
     running now, its context, and, once it ended, its result or exception. Used by one
     drive task at a time, for every work that task runs."""
 
-    __slots__ = ("aw", "base", "copy", "rec", "run", "runner", "send", "task", "value")
+    __slots__ = ("aw", "rec", "run", "runner", "send", "task", "value")
 
     def __init__(self, task: asyncio.Task[Any]) -> None:
         self.task = task
@@ -1272,10 +1228,6 @@ class _Steps:
         runner.send(None)
         self.send = runner.send
         self.run: Callable[..., Any]  # the running work's Context.run, set by start
-        # The slice's context, when it is not the task's (a spare took the slice over):
-        # works start in copies of it, and the drain's own steps run in it.
-        self.base: contextvars.Context | None = None
-        self.copy: Callable[[], contextvars.Context] = _copy_context
 
     @staticmethod
     def take(task: asyncio.Task[Any]) -> _Steps:
@@ -1295,30 +1247,20 @@ class _Steps:
         """The drive task ends with its runner between works: keep the runner for the
         next one (a few are kept; nothing of the last work is)."""
         if len(_RESTING) < 16:
-            self.rec = self.aw = self.value = self.base = None
-            self.copy = _copy_context
+            self.rec = self.aw = self.value = None
             self.task = None  # type: ignore[assignment]
             _RESTING.append(self)
 
     def start(self, rec: ZLinkWorkHandle[Any], aw: Awaitable[Any]) -> Any:
-        """Run ``rec``'s work up to its first wait, in a copy of the slice's context (the
-        calling one, unless ``base``): returns what it waits on, ``self`` if it
-        completed, ``_FAILED`` if it raised. ``_run_turns`` has the same lines written
-        out (a call less per work)."""
+        """Run ``rec``'s work up to its first wait, in a copy of the calling context (the
+        drive task's): returns what it waits on, ``self`` if it completed, ``_FAILED``
+        if it raised. ``_run_turns`` has the same lines written out (a call less per
+        work)."""
         rec._task = self.task
         self.rec = rec
         self.aw = aw
-        self.run = run = self.copy().run
+        self.run = run = _copy_context().run
         return run(self.send, None)
-
-    def failed_here(self, queue: ZLinkSerialExecutionQueue) -> tuple[int, Any]:
-        """``failed`` for a work that raised on its first step in the drain callback: no
-        task runs it, so a ``CancelledError`` is the work's own outcome."""
-        exc = self.value
-        if isinstance(exc, asyncio.CancelledError):
-            self.value = None
-            return CANCELLED, exc
-        return self.failed(queue)
 
     def failed(self, queue: ZLinkSerialExecutionQueue) -> tuple[int, Any]:
         """The outcome of the work that raised. A cancellation of the drive task itself
@@ -1351,70 +1293,6 @@ class _DriveSignal:
 
 
 _FAILED = _DriveSignal(None)
-_current_task = asyncio.current_task
-# asyncio's own bookkeeping of the running task (what ``current_task()`` returns), used to
-# make the spare task current around a first step taken in a callback.
-_enter_task = asyncio.tasks._enter_task
-_leave_task = asyncio.tasks._leave_task
-
-
-class _Spare:
-    """An idle task kept per event loop: the current task of async works' first steps
-    taken in a drain callback. It is a real task, so ``asyncio.timeout`` and
-    ``current_task()`` work on that first step; the first work that waits is handed to
-    it (it drives that work from then on) and the next first step gets a new spare. A
-    task is made only for works that wait."""
-
-    __slots__ = ("job", "ready", "task")
-
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self.job: asyncio.Future[tuple[Any, ...]] = loop.create_future()
-        self.ready = False  # its coroutine runs (waits for the job)
-        self.task = loop.create_task(_spare_main(self), name="zlink-spare")
-
-    @staticmethod
-    def of(loop: asyncio.AbstractEventLoop) -> _Spare | None:
-        """The loop's spare if it waits for a job; None when it has none waiting yet (one
-        is made, for the next time). A spare whose coroutine has not started cannot be
-        used: cancelled before its first step, it would end without running a line,
-        and a work handed to it would be lost. One that a first step cancelled (its job
-        is cancelled with it) is replaced."""
-        spare = _SPARES.get(loop)
-        if spare is None or spare.job.done() or spare.task.done():
-            _SPARES[loop] = _Spare(loop)
-            return None
-        return spare if spare.ready else None
-
-    def hand_over(self, queue: ZLinkSerialExecutionQueue, rec: ZLinkWorkHandle[Any],
-                  steps: _Steps, step: Any, skew: float) -> None:
-        """The work waits since its first step: this task drives it on (and carries the
-        drain role after it); the loop gets a new spare when it next needs one."""
-        if _SPARES.get(queue._rt.loop) is self:
-            del _SPARES[queue._rt.loop]
-        steps.base = base = _copy_context()  # the drain's: the rest of the slice runs in it
-        steps.copy = base.copy
-        self.job.set_result((queue, rec, steps, step, skew))
-
-
-_SPARES: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Spare] = (
-    weakref.WeakKeyDictionary())  # each loop's idle spare
-
-
-async def _spare_main(spare: _Spare) -> None:
-    """A spare task: wait to be handed a work, then drive it. Cancelled while idle (the
-    loop ends), it ends. Cancelled after the hand-over but before it ran, the
-    cancellation is the work's: delivered to it first thing."""
-    job = spare.job
-    spare.ready = True
-    pending: BaseException | None = None
-    try:
-        queue, rec, steps, step, skew = await job
-    except asyncio.CancelledError as exc:
-        if job.cancelled() or not job.done():
-            raise
-        queue, rec, steps, step, skew = job.result()
-        pending = exc
-    await queue._drive_works(rec, None, 0.0, skew, steps, step, pending)
 _RESTING: list[_Steps] = []  # runners between works, left by drive tasks that ended
 _copy_context = contextvars.copy_context
 
