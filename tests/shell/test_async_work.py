@@ -360,36 +360,3 @@ async def test_SE_6_4_async_works_started_inside_the_drive_task_keep_the_time_bu
     assert events.count("end_slice") == 1
     cut = events.index("end_slice")
     assert events[:cut].count("finish") == 3
-
-
-@pytest.mark.parametrize("how", LANES)
-async def test_SD_1_dispose_between_the_drain_and_its_drive_task_ends_the_work_cancelled(
-    how: str,
-) -> None:
-    """The drain gives an async work the turn and makes its drive task, and the queue is
-    disposed before that task first runs (the work has no task yet to cancel): the work
-    never runs, it ends cancelled, and the queue ends quiescent."""
-    lane = Lane(how)
-    q = lane.queue
-    loop = asyncio.get_running_loop()
-    gate = Gate()
-    ran: list[str] = []
-
-    async def waits() -> None:
-        ran.append("waits")
-        await gate.wait()
-
-    handle: ZLinkWorkHandle[Any] | None = None
-    if how == "enqueue":
-        handle = q.enqueue(waits)
-    else:
-        q.post(waits)
-    lane.submit(lambda: ran.append("never"))
-    loop.call_soon(q.dispose)  # after the drain callback, before the drive task's step
-    await run_until_idle()
-    assert ran == []
-    stats = q.statistics()
-    assert (stats.application_count, stats.running, stats.suspended) == (0, False, 0)
-    if handle is not None:
-        assert handle.cancelled()
-    await q.await_quiescence()

@@ -1034,13 +1034,7 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
         skew += self._rt.now() - parked_at
         send = steps.send
         throw = steps.runner.throw
-        if self._core.mode == MODE_CANCELLED:
-            # Disposed after the drain gave this work the turn and before this task ran:
-            # the work had no task the disposal could cancel. It ends cancelled here,
-            # without running, like the works the disposal found queued (SD-1).
-            step = steps.cancel_unstarted(rec, aw)
-        else:
-            step = steps.start(rec, aw)
+        step = steps.start(rec, aw)
         while True:
             run = steps.run
             while step is not steps:
@@ -1267,17 +1261,6 @@ class _Steps:
         self.aw = aw
         self.run = run = _copy_context().run
         return run(self.send, None)
-
-    def cancel_unstarted(self, rec: ZLinkWorkHandle[Any], aw: Awaitable[Any]) -> Any:
-        """``start`` for a work whose queue was disposed before it could start: it is
-        not run (a coroutine is closed unstarted) and ends with a ``CancelledError``
-        (returns ``_FAILED``)."""
-        rec._task = self.task
-        self.rec = rec
-        if type(aw) is CoroutineType:
-            aw.close()
-        self.value = asyncio.CancelledError("disposed before it started")
-        return _FAILED
 
     def failed(self, queue: ZLinkSerialExecutionQueue) -> tuple[int, Any]:
         """The outcome of the work that raised. A cancellation of the drive task itself
