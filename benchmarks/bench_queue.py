@@ -264,6 +264,10 @@ def shapes(quick: bool) -> list[Shape]:
          lambda m: burst(m, 1, 1000, rounds, async_never_suspends)),
         (f"async awaits once, 1 x 1,000 (x{rounds})",
          lambda m: burst(m, 1, 1000, rounds, async_awaits_once)),
+        # One async work per idle owner (then its latch item): each slice of ours and of
+        # the bound makes a task for it, the peer's owner task only wakes.
+        (f"async into empty queue, 1,000 x 1 (x{rounds})",
+         lambda m: burst(m, 1000, 2, rounds, async_never_suspends)),
         (f"into empty queue, 1,000 owners x 1 (x{rounds})",
          lambda m: burst(m, 1000, 1, rounds, sync_item)),
     ]

@@ -14,12 +14,25 @@ the same "accepted, or rejected with nothing inserted" answer, in one atomic ste
 How a work runs (SE-6.7). The drain role is held by exactly one piece of code at a
 time: the posted drain callback, a drive task, or a resumed work's task. Synchronous
 works run inline in the drain loop. The first work that returns an awaitable moves the
-drain role into a drive task, which awaits that work (so the work keeps the turn while it
-awaits anything that is not a framework call) and goes on draining after it. When a work
-calls ``yield_framework_call`` and the call is pending, the core records ``yield_turn``,
-the drain role is handed to a freshly posted callback, and the task stays with the work:
-it awaits the external call, queues its resume permit (``requeue``) and waits until the
-drain gives the permit the turn. Whoever ends a turn carries the drain role on.
+drain role into a drive task, which runs that work (so the work keeps the turn while it
+awaits anything that is not a framework call) and goes on draining after it. Every later
+async work of the slice starts inside that task at once, with no task of its own: one
+that ends without waiting is ended like a synchronous work, one that waits is driven on
+in the task. Each async work runs in a context of its own (a copy of the drive task's),
+so what it sets never reaches the works after it; ``asyncio.current_task()`` is the drive
+task from its first step to its end, which keeps ``asyncio.timeout`` and cancellation
+working. When a work calls ``yield_framework_call`` and the call is pending, the core
+records ``yield_turn``, the drain role is handed to a freshly posted callback, and the
+task stays with the work: it awaits the external call, queues its resume permit
+(``requeue``) and waits until the drain gives the permit the turn. Whoever ends a turn
+carries the drain role on.
+
+Why not a task per async work, started eagerly (asyncio's eager task factory)? Python
+3.11 has none: ``Task()`` always schedules its first step, a first step run outside a
+task sees no ``current_task()`` (``asyncio.timeout`` raises at once), and a coroutine
+moved into a task made when it first suspends would see its task change under it (a
+timeout entered on the first step cancels the wrong task). The drive task gives the same
+view at no per-work cost: the task is made once per slice, not per work.
 """
 
 from __future__ import annotations
@@ -28,6 +41,7 @@ import asyncio
 import contextlib
 import contextvars
 import threading
+import types
 from collections.abc import Awaitable, Callable, Generator
 from functools import partial
 from types import CoroutineType
@@ -866,11 +880,15 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
         rt.loop.create_task(self._drive(rec, aw, rt.now(), skew))
 
     def _run_turns(
-        self, prev: ZLinkWorkHandle[Any] | None, outcome: int, value: Any, skew: float = 0
-    ) -> tuple[ZLinkWorkHandle[Any], Awaitable[Any]] | None:
+        self, prev: ZLinkWorkHandle[Any] | None, outcome: int, value: Any, skew: float = 0,
+        steps: _Steps | None = None,
+    ) -> tuple[ZLinkWorkHandle[Any], Any] | None:
         """Hold the drain role: end ``prev``'s turn, then run synchronous works until the
         drain leaves, a resumed work takes the turn, or a work returns an awaitable
-        (returned, for the caller to await on a task).
+        (returned, for the caller to await on a task). Called by a drive task
+        (``steps``), it starts an async work at once instead, in that task: one that ends
+        without waiting is ended like a synchronous one, and one that waits is returned
+        with what it waits on.
 
         ``skew`` is how long this slice's drain role waited for its task to start; the
         core is given clock readings minus it, so the time budget counts the time the
@@ -936,7 +954,18 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
                 if type(result) is TurnHold:
                     result.handle.add_done_callback(partial(self._held_done, rec))
                     return None
-                return rec, result
+                if steps is None:
+                    return rec, result  # the caller makes a drive task for it
+                # Started here, in a copy of the drive task's context (_Steps.start inline).
+                rec._task = steps.task
+                steps.rec = rec
+                steps.aw = result
+                steps.run = run = _copy_context().run
+                step = run(steps.send, None)
+                if step is not steps:
+                    return rec, step  # it waits (or failed): the drive task goes on with it
+                prev, outcome, value = rec, COMPLETED, steps.value
+                continue
             prev_plain = False
             if rec.resumes:
                 # A resume permit: the suspended work continues on its own task.
@@ -967,38 +996,72 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
             if not (type(result) is CoroutineType or hasattr(result, "__await__")):
                 prev, outcome, value = rec, COMPLETED, result
                 continue
-            return rec, result
+            if steps is None:
+                return rec, result  # the caller makes a drive task for it
+            # Started here, in a copy of the drive task's context (_Steps.start inline).
+            rec._task = steps.task
+            steps.rec = rec
+            steps.aw = result
+            steps.run = run = _copy_context().run
+            step = run(steps.send, None)
+            if step is not steps:
+                return rec, step  # it waits (or failed): the drive task goes on with it
+            prev, outcome, value = rec, COMPLETED, steps.value
+            continue
 
     async def _drive(self, rec: ZLinkWorkHandle[Any], aw: Awaitable[Any], parked_at: float,
                      skew: float) -> None:
-        task = asyncio.current_task()
+        """The drive task: one per slice that met an async work, not one per work."""
+        await self._drive_works(rec, aw, parked_at, skew)
+
+    @types.coroutine
+    def _drive_works(self, rec: ZLinkWorkHandle[Any], aw: Awaitable[Any], parked_at: float,
+                     skew: float) -> Generator[Any, Any, None]:
+        """Run ``rec``'s work, then hold the drain role in this task: every later async
+        work of the slice starts here at once (``_run_turns`` with ``steps``), and the
+        one that waits is driven here to its end.
+
+        Each work runs in a context of its own, a copy of this task's, entered around
+        every step of the work: what a work sets, it sets for itself and the tasks it
+        makes, never for the works after it. ``asyncio.current_task()`` is this task
+        from the work's first step to its last, so ``asyncio.timeout`` and cancellation
+        reach the work through it. What the work waits on is passed to the task
+        unchanged, and what the task delivers (a result, a cancellation) is passed back
+        into the work."""
+        steps = _Steps.take(asyncio.current_task())  # type: ignore[arg-type]
         # The work took the turn when the drain made this task; the task starts a loop
         # turn later, after other owners' callbacks. That wait is not the owner's time.
         skew += self._rt.now() - parked_at
+        send = steps.send
+        throw = steps.runner.throw
+        step = steps.start(rec, aw)
         while True:
-            rec._task = task
-            _async_current.set(rec)
-            outcome = COMPLETED
-            try:
-                value = await aw
-            except asyncio.CancelledError as exc:
-                if task is not None and task.cancelling():
-                    # This task was cancelled (disposal, loop shutdown): end the work
-                    # and let the task end too; the drain goes on in a new callback.
-                    self._hand_off(rec, CANCELLED, exc)
+            run = steps.run
+            while step is not steps:
+                if type(step) is _DriveSignal:
+                    if step is _FAILED:
+                        outcome, value = steps.failed(self)
+                        break
+                    # Posted here, in this task's context, not in the work's.
+                    self._rt.loop.call_soon(cast("Callable[[], None]", step.callback))
+                    step = run(send, None)
+                    continue
+                try:
+                    sent = yield step
+                except GeneratorExit:
+                    run(steps.runner.close)  # the loop is being destroyed: close the work
                     raise
-                outcome, value = CANCELLED, exc  # the work raised it itself
-            except GeneratorExit:
-                raise  # the loop is being destroyed: touch nothing
-            except BaseException as exc:
-                outcome, value = FAILED, exc
-                if not isinstance(exc, Exception):
-                    self._hand_off(rec, FAILED, exc)
-                    raise
-            nxt = self._run_turns(rec, outcome, value, skew)
+                except BaseException as exc:
+                    step = run(throw, exc)
+                else:
+                    step = run(send, sent)
+            else:
+                outcome, value = COMPLETED, steps.value
+            nxt = self._run_turns(rec, outcome, value, skew, steps)
             if nxt is None:
+                steps.rest()
                 return
-            rec, aw = nxt
+            rec, step = nxt
 
     def _held_done(self, rec: ZLinkWorkHandle[Any], target: ZLinkWorkHandle[Any]) -> None:
         """The work ``rec``'s turn was held for ended: end ``rec`` the same way and take
@@ -1028,7 +1091,9 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
             return fut.result()
         rt = self._rt
         self._core.yield_turn(rec)
-        rt.loop.call_soon(self._continue)  # the drain role moves on without this work
+        # The drain role moves on without this work, posted from the drive task's
+        # context: the works it runs must not see what this work set.
+        await _post_from_drive(self._continue)
         rec._extra().awaiting = awaitable
         cancel: asyncio.CancelledError | None = None
         error: BaseException | None = None
@@ -1047,7 +1112,7 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
         aux.permit = permit
         aux.awaiting = None
         if self._core.requeue(rec):
-            rt.loop.call_soon(self._drain)
+            await _post_from_drive(self._drain)
         while not permit.done():
             try:
                 await asyncio.shield(permit)
@@ -1145,6 +1210,129 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
             self._rt.loop.call_exception_handler(
                 {"message": f"error hook of {self.name} raised", "exception": hook_exc}
             )
+
+
+class _Steps:
+    """A drive task's runner and what it and the runner pass each other: the work
+    running now, its context, and, once it ended, its result or exception. Used by one
+    drive task at a time, for every work that task runs."""
+
+    __slots__ = ("aw", "rec", "run", "runner", "send", "task", "value")
+
+    def __init__(self, task: asyncio.Task[Any]) -> None:
+        self.task = task
+        self.rec: ZLinkWorkHandle[Any] | None = None
+        self.aw: Any = None  # the work's awaitable (a coroutine, mostly)
+        self.value: Any = None
+        self.runner = runner = _runner(self)
+        runner.send(None)
+        self.send = runner.send
+        self.run: Callable[..., Any]  # the running work's Context.run, set by start
+
+    @staticmethod
+    def take(task: asyncio.Task[Any]) -> _Steps:
+        """A runner at rest for the drive task ``task``: one a drive task that ended
+        left behind, or a new one. Making a runner (a generator, started) is most of
+        what a drive task costs beyond asyncio's own task."""
+        if _RESTING:
+            try:
+                steps = _RESTING.pop()
+            except IndexError:  # another loop's thread took the last one
+                return _Steps(task)
+            steps.task = task
+            return steps
+        return _Steps(task)
+
+    def rest(self) -> None:
+        """The drive task ends with its runner between works: keep the runner for the
+        next one (a few are kept; nothing of the last work is)."""
+        if len(_RESTING) < 16:
+            self.rec = self.aw = self.value = None
+            self.task = None  # type: ignore[assignment]
+            _RESTING.append(self)
+
+    def start(self, rec: ZLinkWorkHandle[Any], aw: Awaitable[Any]) -> Any:
+        """Run ``rec``'s work up to its first wait, in a copy of the calling context (the
+        drive task's): returns what it waits on, ``self`` if it completed, ``_FAILED``
+        if it raised. ``_run_turns`` has the same lines written out (a call less per
+        work)."""
+        rec._task = self.task
+        self.rec = rec
+        self.aw = aw
+        self.run = run = _copy_context().run
+        return run(self.send, None)
+
+    def failed(self, queue: ZLinkSerialExecutionQueue) -> tuple[int, Any]:
+        """The outcome of the work that raised. A cancellation of the drive task itself
+        (disposal, loop shutdown) and an exception that is no ``Exception`` end the work
+        and pass the drain role to a posted callback, then propagate: the task ends."""
+        exc = self.value
+        self.value = None
+        rec = cast("ZLinkWorkHandle[Any]", self.rec)
+        if isinstance(exc, asyncio.CancelledError):
+            if not self.task.cancelling():
+                return CANCELLED, exc  # the work raised it itself
+            queue._hand_off(rec, CANCELLED, exc)
+            raise exc
+        if not isinstance(exc, Exception):
+            queue._hand_off(rec, FAILED, exc)
+            raise exc
+        return FAILED, exc
+
+
+class _DriveSignal:
+    """Yielded up to a drive task, never to asyncio: by a runner whose work raised
+    (``_FAILED``, the exception is in ``_Steps.value``), or by a work's code asking the
+    drive task to post ``callback`` from the drive task's context rather than the
+    work's."""
+
+    __slots__ = ("callback",)
+
+    def __init__(self, callback: Callable[[], None] | None) -> None:
+        self.callback = callback
+
+
+_FAILED = _DriveSignal(None)
+_RESTING: list[_Steps] = []  # runners between works, left by drive tasks that ended
+_copy_context = contextvars.copy_context
+
+
+@types.coroutine
+def _post_from_drive(callback: Callable[[], None]) -> Generator[Any, Any, None]:
+    """Ask the drive task running this work to post ``callback``; it does so at once and
+    the work goes on without giving the loop a turn."""
+    yield _DriveSignal(callback)
+
+
+async def _await_other(aw: Awaitable[Any]) -> Any:
+    """An awaitable that is no coroutine, as a coroutine the runner can delegate to."""
+    return await aw
+
+
+@types.coroutine
+def _runner(steps: _Steps) -> Generator[Any, Any, None]:
+    """Run the async works of one drive task one after another, each to its end: the
+    work named by ``steps``, delegated to with ``yield from``, so its steps cost what an
+    ``await`` costs and no ``StopIteration`` is raised per work (driving it with
+    ``coro.send`` would). Yields what the work waits on, then ``steps`` when it
+    completed or ``_FAILED`` when it raised. Started once, then used by one drive task
+    after another (``_Steps.take``); the driver enters the work's context around every
+    step."""
+    yield steps
+    set_current = _async_current.set
+    while True:
+        set_current(steps.rec)
+        aw = steps.aw
+        try:
+            steps.value = yield from (
+                aw if type(aw) is CoroutineType else _await_other(aw))
+        except GeneratorExit:
+            raise
+        except BaseException as exc:
+            steps.value = exc
+            yield _FAILED
+            continue
+        yield steps
 
 
 def _check_bytes(payload_bytes: int) -> int:
