@@ -360,3 +360,26 @@ async def test_SE_6_4_async_works_started_inside_the_drive_task_keep_the_time_bu
     assert events.count("end_slice") == 1
     cut = events.index("end_slice")
     assert events[:cut].count("finish") == 3
+
+
+async def test_SD_1_dispose_before_the_drive_task_first_ran_cancels_the_work_unstarted() -> None:
+    """The drain gave an async work the turn and made its drive task, which runs a loop
+    turn later; a disposal in between must still reach the work: it ends cancelled
+    without starting (SD-1: nothing starts after a cancelling disposal), the queued work
+    behind it is cancelled too, and the queue becomes quiescent."""
+    q = ZLinkSerialExecutionQueue(name="q")
+    loop = asyncio.get_running_loop()
+    started: list[str] = []
+
+    async def waits() -> None:
+        started.append("waits")
+        await asyncio.Event().wait()
+
+    first = q.enqueue(waits)
+    second = q.enqueue(lambda: started.append("second"))
+    loop.call_soon(q.dispose)  # after the drain callback, before the drive task's step
+    await asyncio.wait_for(q.await_quiescence(), 5)
+    await run_until_idle()
+    assert started == []
+    assert (first.outcome(), second.outcome()) == ("cancelled", "cancelled")
+    assert not q.statistics().running

@@ -877,7 +877,25 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
 
     def _start_drive(self, rec: ZLinkWorkHandle[Any], aw: Awaitable[Any], skew: float) -> None:
         rt = self._rt
-        rt.loop.create_task(self._drive(rec, aw, rt.now(), skew))
+        task = rt.loop.create_task(self._drive(rec, aw, rt.now(), skew))
+        # The work holds the turn from now, a loop turn before the task first runs: a
+        # disposal meanwhile must reach it through this task (SD-1), and a task
+        # cancelled before its first step never enters _drive, so the work is ended
+        # when the task is.
+        rec._task = task
+        task.add_done_callback(partial(self._drive_never_ran, rec, aw))
+
+    def _drive_never_ran(self, rec: ZLinkWorkHandle[Any], aw: Awaitable[Any],
+                         task: asyncio.Task[Any]) -> None:
+        """``rec``'s drive task ended without running it (cancelled before its first
+        step, by a disposal or the loop's shutdown): the work never started, so it ends
+        cancelled, and the drain goes on in a posted callback. A drive task that ran
+        ended its works itself, so ``rec`` is no longer running then."""
+        if rec.phase != RUNNING or not task.cancelled() or self._core.turn_holder is not rec:
+            return
+        if isinstance(aw, CoroutineType):
+            aw.close()  # never started: no "never awaited" warning
+        self._hand_off(rec, CANCELLED, asyncio.CancelledError())
 
     def _run_turns(
         self, prev: ZLinkWorkHandle[Any] | None, outcome: int, value: Any, skew: float = 0,
