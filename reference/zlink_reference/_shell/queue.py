@@ -327,7 +327,7 @@ def _turn_in_context() -> ZLinkWorkHandle[Any] | None:
     context of the code that made them, so a wait in a task the work started (directly,
     or through ``wait_for``, ``shield``, ``gather``, ``as_completed``, a task group) is
     the work's wait. Once the work gave its turn back (it ended, or yielded) the task's
-    wait is its own (SE-8.2, decision D-27)."""
+    wait is its own (SE-8.2, decision D-14)."""
     if _sync_current is not None:
         return cast("ZLinkWorkHandle[Any]", _sync_current)
     rec = _async_current.get()
