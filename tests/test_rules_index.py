@@ -3,6 +3,7 @@ of gap when one is planted in a copy of the checkout."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import tomllib
 from pathlib import Path
@@ -117,3 +118,27 @@ def test_SE_9_a_check_name_leads_back_to_its_rules(capsys: pytest.CaptureFixture
     assert "\nSE-6.1 (MUST)" in out
     assert main(["rules", "--rule", "NoSuchCheck"]) == 2
     assert "neither a rule ID" in capsys.readouterr().err
+
+
+def _decisions_cited(text: str) -> set[str]:
+    return set(re.findall(r"\bD-[0-9]+\b", text))
+
+
+def test_SE_9_every_decision_the_packages_cite_is_defined() -> None:
+    """A ``D-n`` in a docstring or comment of a package is a pointer a reader follows
+    into ``specs/``: each must lead to a decision some spec defines (a heading of
+    ``decisions.md`` or a bold entry of ``disposal.md``)."""
+    specs = ROOT / "specs"
+    defined = set(re.findall(r"^## (D-[0-9]+)\b", (specs / "decisions.md").read_text(),
+                             re.M))
+    defined |= set(re.findall(r"^- \*\*(D-[0-9]+)\b", (specs / "disposal.md").read_text(),
+                              re.M))
+    assert len(defined) >= 26
+    packages = ["model/zlink_model", "reference/zlink_reference",
+                "conformance/zlink_conformance", "tool/zlink_tool"]
+    missing = {
+        f"{path.relative_to(ROOT)}: {d}"
+        for package in packages for path in (ROOT / package).rglob("*.py")
+        for d in _decisions_cited(path.read_text()) - defined
+    }
+    assert not missing, sorted(missing)
