@@ -28,10 +28,11 @@ import asyncio
 import contextlib
 import contextvars
 import threading
+import weakref
 from collections.abc import Awaitable, Callable, Generator
 from functools import partial
 from types import CoroutineType
-from typing import Any, Generic, TypeVar, cast
+from typing import Any, ClassVar, Generic, TypeVar, cast
 
 from zlink_model.errors import (
     ZLinkNotOnTurnError,
@@ -444,6 +445,7 @@ class QueueRuntime:
         "thread_id",
         "zombie_warn_after_ms",
     )
+    shared: ClassVar[bool] = False  # True for the runtime of default queues (_SharedRuntime)
 
     def __init__(
         self,
@@ -545,6 +547,12 @@ class QueueRuntime:
             raise value
         return cast(T, value)
 
+    def owned(self) -> QueueRuntime:
+        """This runtime, for a caller that is about to change per-owner state in it (scope
+        state, the scope flags): a runtime made for one owner is that owner's already.
+        The shared runtime of default queues answers with a private copy instead."""
+        return self
+
     async def wait_on_loop(self, make: Callable[[], Awaitable[T]]) -> T:
         """Await ``make()`` on the owner's loop from a coroutine running on another
         loop (another thread), and deliver its outcome here (D-24). Cancelling the
@@ -557,6 +565,71 @@ class QueueRuntime:
         except RuntimeError as exc:
             raise ZLinkUsageError(f"the owner's event loop is closed ({exc})") from None
         return await asyncio.wrap_future(fut)
+
+
+class _SharedRuntime(QueueRuntime):
+    """The runtime every queue built without ``runtime``, ``clock`` and ``error_hook``
+    shares with the other such queues made on the same thread for the same loop: the
+    defaults are the same for all of them, so one object serves them all and an idle
+    default queue stays as small as a coordinator's (issue 16). Its fields never change
+    once made (a write raises ``ZLinkUsageError``): a queue that needs per-owner state
+    (a disposal's scope state, ``as_not_safely``) first takes a private copy
+    (``ScopeMixin._own_runtime``), so no queue's scope ever shows through another's."""
+
+    __slots__ = ("__weakref__",)
+    shared = True
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if hasattr(self, name):
+            raise ZLinkUsageError(
+                f"the runtime of default queues is shared: {name} cannot change here "
+                "(take the queue's own runtime first)")
+        object.__setattr__(self, name, value)
+
+    def owned(self) -> QueueRuntime:
+        rt = QueueRuntime.__new__(QueueRuntime)
+        for field in QueueRuntime.__slots__:
+            setattr(rt, field, getattr(self, field))
+        return rt
+
+
+_MONOTONIC = MonotonicClock()  # the clock of the shared runtimes (it keeps no state)
+_DEFAULT_POLICY = ZLinkExecutionLanePolicy()  # frozen: one instance serves every default
+_shared = threading.local()  # per thread: a weak reference to its last shared runtime
+_configs: dict[tuple[ZLinkExecutionLanePolicy, float, bool], QueueConfig] = {}
+_CONFIGS_KEPT = 64  # distinct (policy, clock units, yield) configurations kept for sharing
+
+
+def _shared_runtime(loop: asyncio.AbstractEventLoop | None) -> QueueRuntime:
+    """The shared runtime for ``loop`` (the running loop if None) on this thread, made
+    when the last one is gone or belongs to another loop or another start (made while
+    the loop ran here, or before: D-24's ``thread_id``)."""
+    if loop is None:
+        loop = asyncio.get_running_loop()
+    ref: weakref.ref[QueueRuntime] | None = getattr(_shared, "rt", None)
+    rt = ref() if ref is not None else None
+    if rt is not None and rt.loop is loop and (
+            rt.thread_id == (rt.maker_id if _get_running_loop() is loop else -1)):
+        return rt
+    rt = _SharedRuntime(clock=_MONOTONIC, loop=loop)
+    _shared.rt = weakref.ref(rt)
+    return rt
+
+
+def _shared_config(policy: ZLinkExecutionLanePolicy, units_per_ms: float,
+                   yield_allowed: bool) -> QueueConfig:
+    """One untraced ``QueueConfig`` per policy object, clock unit and Yield flag, shared
+    by the queues that ask for it (a config holds no per-queue state). A policy equal to
+    a cached one but not the same object gets a config of its own, so ``queue.policy``
+    is always the object the caller gave."""
+    key = (policy, units_per_ms, yield_allowed)
+    config = _configs.get(key)
+    if config is not None and config.policy is policy:
+        return config
+    config = QueueConfig(policy, units_per_ms=units_per_ms, yield_allowed=yield_allowed)
+    if len(_configs) < _CONFIGS_KEPT and key not in _configs:
+        _configs[key] = config
+    return config
 
 
 class ZLinkSerialExecutionQueue(ScopeMixin):
@@ -585,24 +658,32 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
         config: QueueConfig | None = None,
     ) -> None:
         if policy is None:
-            policy = config.policy if config is not None else ZLinkExecutionLanePolicy()
+            policy = config.policy if config is not None else _DEFAULT_POLICY
         if not isinstance(policy, ZLinkExecutionLanePolicy):
             raise TypeError(f"policy must be a ZLinkExecutionLanePolicy, got {policy!r}")
         if not isinstance(name, str) or not name:
             raise ValueError(f"name must be a non-empty string, got {name!r}")
-        rt = runtime if runtime is not None else QueueRuntime(
-            clock=clock, loop=loop, error_hook=error_hook
-        )
+        if runtime is not None:
+            rt = runtime
+        elif clock is None and error_hook is None:
+            rt = _shared_runtime(loop)  # nothing of its own to keep: share (issue 16)
+        else:
+            rt = QueueRuntime(clock=clock, loop=loop, error_hook=error_hook)
         if config is None:
-            config = QueueConfig(
-                policy, units_per_ms=rt.clock.units_per_ms,
-                yield_allowed=yield_allowed, observer=observer,
-            )
+            if observer is None:
+                config = _shared_config(policy, rt.clock.units_per_ms, yield_allowed)
+            else:
+                config = QueueConfig(
+                    policy, units_per_ms=rt.clock.units_per_ms,
+                    yield_allowed=yield_allowed, observer=observer,
+                )
         self._rt = rt
         self._core: QueueCore[ZLinkWorkHandle[Any]] = QueueCore(config, name)
         self._aux: QueueAux | None = None  # waiters and disposal state, when any
         if runtime is None:
-            self._join_registry()  # a queue with its own runtime is a scope of its own
+            # A queue not given a runtime is a scope of its own, whether its runtime is
+            # its own or the shared one of default queues (that one keeps no scope state).
+            self._join_registry()
 
     @property
     def name(self) -> str:
