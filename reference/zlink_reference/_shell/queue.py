@@ -968,6 +968,7 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
             def now() -> float:
                 return clock() - skew
         next_step = core.next_step
+        next_plain = core.next_plain
         prev_plain = False  # prev is a plain work (post): it has no handle to settle
         while True:
             rec: ZLinkWorkHandle[Any] | None = next_step(now(), prev, outcome)
@@ -995,10 +996,19 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
                 return None
             if not isinstance(rec, WorkRecord):
                 # A plain work (post): run it; it becomes a handle only if it turns out
-                # to need one (it returned an awaitable or a TurnHold).
+                # to need one (it returned an awaitable or a TurnHold). While works
+                # complete with None, the core's next_plain ends each turn and hands out
+                # the next plain work in one step; when it hands out none, the turn is
+                # already given back and next_step goes on.
                 prev_plain = True
                 try:
-                    result = rec()
+                    while (result := rec()) is None:
+                        nxt = next_plain(now(), rec)
+                        if self._aux is not None:
+                            self._after_end()
+                        if nxt is None:
+                            break
+                        rec = nxt
                 except BaseException as exc:
                     if not isinstance(exc, Exception):
                         self._hand_off(rec, FAILED, exc)
@@ -1006,7 +1016,7 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
                     prev, outcome, value = rec, FAILED, exc
                     continue
                 if result is None:
-                    prev, outcome, value = rec, COMPLETED, None
+                    prev = None  # next_plain ended its turn
                     continue
                 if type(result) is not TurnHold and not (
                         type(result) is CoroutineType or hasattr(result, "__await__")):
