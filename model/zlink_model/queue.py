@@ -298,6 +298,12 @@ class QueueCore(Generic[R]):
     )
 
     def __init__(self, config: QueueConfig, name: str = "queue") -> None:
+        # The flags first: a compiled core lays its fields out in the order they are
+        # first assigned, and the three one-byte flags then share the word after its
+        # header's bitmap instead of taking a padded word each (16 bytes per queue).
+        self.drain_scheduled = False
+        self.draining = False
+        self.closed = False
         self.config = config
         self.name = name
         self.app: deque[R] | None = None
@@ -308,15 +314,12 @@ class QueueCore(Generic[R]):
         self.life_count = 0
         self.life_bytes = 0
         self.next_seq = 0
-        self.drain_scheduled = False
-        self.draining = False
         # The turn holder: an ``R``, or a plain work (``admit_plain``) on an untraced
         # queue; typed Any so that a compiled core does not check it for a record.
         # ``current`` is the typed view of it.
         self.turn_holder: Any = None
         self.slice_started_at: float = 0.0  # meaningful only while draining
         self.streak = 0
-        self.closed = False
         self.suspended: set[R] | None = None
         self.mode = MODE_OPEN  # scope mode (SD-1)
         self.zombies = 0  # live works marked zombie (SD-2)
