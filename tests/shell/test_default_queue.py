@@ -11,6 +11,7 @@ disposal tests fail, and with the guard kept they fail on its ``ZLinkUsageError`
 from __future__ import annotations
 
 import asyncio
+import sys
 import threading
 from typing import Any
 
@@ -37,6 +38,27 @@ async def test_SE_6_1_default_queues_share_one_runtime_and_config() -> None:
     mine = ZLinkExecutionLanePolicy(application_message_capacity=3)
     c = ZLinkSerialExecutionQueue(mine)
     assert c._rt is a._rt and c.policy is mine and c._core.config is not a._core.config
+
+
+async def test_SE_6_1_an_idle_default_queue_takes_at_most_256_bytes() -> None:
+    """Issue 16's target, what a user writes: an idle ``ZLinkSerialExecutionQueue()``
+    (it ran a work and is idle again) owns two objects, the queue and its core, and
+    nothing else (its runtime, config, clock and policy are shared, its lines and aux
+    state are gone): with the slot of a list holding it, at most 256 bytes,
+    interpreted or with the compiled core. Sizes, not times: this is deterministic.
+    (``benchmarks/bench_queue.py`` measures the same with tracemalloc.)"""
+    queues = [ZLinkSerialExecutionQueue() for _ in range(3)]
+    for q in queues:
+        q.post(lambda: None)
+    await run_until_idle()
+    q = queues[1]
+    core = q._core
+    assert q._aux is None and core.app is None and core.life is None
+    assert core.barrier is None and core.suspended is None and core.turn_holder is None
+    assert q._rt is queues[0]._rt and core.config is queues[2]._core.config
+    assert q.name is queues[0].name  # the default name is one string
+    owned = sys.getsizeof(q) + sys.getsizeof(core) + 8  # the list slot
+    assert owned <= 256, f"an idle default queue takes {owned} B"
 
 
 async def test_SE_6_1_arguments_that_differ_still_give_a_runtime_or_config_of_its_own(
