@@ -741,7 +741,14 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
         must see every live work as a record (disposal, accounting)."""
         core = self._core
         if core.has_plain():
+            running = core.turn_holder
             core.promote_plain(self._plain_record)
+            if running is not None and running is not core.turn_holder:
+                # A plain turn holder runs right now, synchronously (code inside it
+                # asked for this): from here on it is that record's synchronous run, for
+                # is_current and current_work; the drain ends it as the record.
+                global _sync_current
+                _sync_current = core.turn_holder
         return core
 
     def _plain_failed(self, work: Work, exc: BaseException) -> None:
@@ -971,6 +978,13 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
         next_plain = core.next_plain
         prev_plain = False  # prev is a plain work (post): it has no handle to settle
         while True:
+            if prev_plain and prev is not None and core.turn_holder is not prev:
+                # The plain work was promoted while it ran (code inside it asked for the
+                # scope's records: a disposal, a count of works; see _records): it ends
+                # as the record the core now holds on its turn.
+                prev = core.turn_holder
+                prev_plain = False
+                _sync_current = None
             rec: ZLinkWorkHandle[Any] | None = next_step(now(), prev, outcome)
             if prev is not None:
                 # Settle after the reservation is released (inside next_step), so a
@@ -1002,7 +1016,7 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
                 # already given back and next_step goes on.
                 prev_plain = True
                 try:
-                    while (result := rec()) is None:
+                    while (result := rec()) is None and core.turn_holder is rec:
                         nxt = next_plain(now(), rec)
                         if self._aux is not None:
                             self._after_end()
@@ -1016,7 +1030,10 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
                     prev, outcome, value = rec, FAILED, exc
                     continue
                 if result is None:
-                    prev = None  # next_plain ended its turn
+                    if core.turn_holder is None:
+                        prev = None  # next_plain ended its turn
+                    else:  # it was promoted while it ran: the loop's head ends it
+                        prev, outcome, value = rec, COMPLETED, None
                     continue
                 if type(result) is not TurnHold and not (
                         type(result) is CoroutineType or hasattr(result, "__await__")):
@@ -1105,10 +1122,15 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
         """End ``rec``'s turn outside the drain loop and pass the drain role to a posted
         callback (the code holding it is about to stop)."""
         if not isinstance(rec, WorkRecord):  # a plain work
-            self._core.finish_plain(rec, outcome)
-            self._plain_failed(rec, value)
-            self._rt.loop.call_soon(self._continue)
-            return
+            holder = self._core.turn_holder
+            if holder is rec or not isinstance(holder, WorkRecord):
+                self._core.finish_plain(rec, outcome)
+                self._plain_failed(rec, value)
+                self._rt.loop.call_soon(self._continue)
+                return
+            global _sync_current
+            _sync_current = None
+            rec = holder  # promoted while it ran (see _records): it ends as its record
         self._core.finish(rec, outcome)
         self._ended(rec, outcome, value)
         self._rt.loop.call_soon(self._continue)
