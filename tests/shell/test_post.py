@@ -287,7 +287,12 @@ async def test_SD_1_a_posted_work_that_disposes_its_queue_cancels_the_queued_res
     turn is never interrupted, D-8), the queued posts never start."""
     u = Untraced()
     q = u.queue
-    q.post(lambda: (u.log.append("first"), q.dispose()) and None)
+
+    def dispose_inside() -> None:
+        u.log.append("first")
+        q.dispose()
+
+    q.post(dispose_inside)
     q.post(u.note("never"))
     await run_until_idle()
     assert u.log == ["first"] and u.errors == []

@@ -978,10 +978,11 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
         next_plain = core.next_plain
         prev_plain = False  # prev is a plain work (post): it has no handle to settle
         while True:
-            if prev_plain and prev is not None and core.turn_holder is not prev:
+            if prev_plain and core.turn_holder is not prev:
                 # The plain work was promoted while it ran (code inside it asked for the
                 # scope's records: a disposal, a count of works; see _records): it ends
-                # as the record the core now holds on its turn.
+                # as the record the core now holds on its turn. (With prev None, no turn
+                # is held: next_plain gave it back.)
                 prev = core.turn_holder
                 prev_plain = False
                 _sync_current = None
@@ -1011,12 +1012,15 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
             if not isinstance(rec, WorkRecord):
                 # A plain work (post): run it; it becomes a handle only if it turns out
                 # to need one (it returned an awaitable or a TurnHold). While works
-                # complete with None, the core's next_plain ends each turn and hands out
-                # the next plain work in one step; when it hands out none, the turn is
-                # already given back and next_step goes on.
+                # complete with None and more wait in the application line, the core's
+                # next_plain ends each turn and hands out the next plain work in one
+                # step; when it hands out none, the turn is already given back and
+                # next_step goes on. With the line empty, next_step alone ends the turn
+                # and the drain (one core call, not two, for a queue that got one work).
                 prev_plain = True
                 try:
-                    while (result := rec()) is None and core.turn_holder is rec:
+                    while (result := rec()) is None and core.app is not None \
+                            and core.turn_holder is rec:
                         nxt = next_plain(now(), rec)
                         if self._aux is not None:
                             self._after_end()
@@ -1032,7 +1036,7 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
                 if result is None:
                     if core.turn_holder is None:
                         prev = None  # next_plain ended its turn
-                    else:  # it was promoted while it ran: the loop's head ends it
+                    else:  # the line is empty, or it was promoted while it ran
                         prev, outcome, value = rec, COMPLETED, None
                     continue
                 if type(result) is not TurnHold and not (
