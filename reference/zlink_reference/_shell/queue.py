@@ -746,9 +746,11 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
             if running is not None and running is not core.turn_holder:
                 # A plain turn holder runs right now, synchronously (code inside it
                 # asked for this): from here on it is that record's synchronous run, for
-                # is_current and current_work; the drain ends it as the record.
+                # is_current and current_work; the drain ends it as the record. The aux
+                # state sends the drain's plain loop to its general step, which looks.
                 global _sync_current
                 _sync_current = core.turn_holder
+                self._queue_aux()
         return core
 
     def _plain_failed(self, work: Work, exc: BaseException) -> None:
@@ -1017,14 +1019,15 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
                 # step; when it hands out none, the turn is already given back and
                 # next_step goes on. With the line empty, next_step alone ends the turn
                 # and the drain (one core call, not two, for a queue that got one work).
+                # A queue with aux state (waiters, a disposal, a promotion while a work
+                # ran: see _records) ends each turn through the general step below.
                 prev_plain = True
                 try:
                     while (result := rec()) is None and core.app is not None \
-                            and core.turn_holder is rec:
+                            and self._aux is None:
                         nxt = next_plain(now(), rec)
-                        if self._aux is not None:
-                            self._after_end()
                         if nxt is None:
+                            rec = None  # next_plain gave its turn back
                             break
                         rec = nxt
                 except BaseException as exc:
@@ -1034,10 +1037,7 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
                     prev, outcome, value = rec, FAILED, exc
                     continue
                 if result is None:
-                    if core.turn_holder is None:
-                        prev = None  # next_plain ended its turn
-                    else:  # the line is empty, or it was promoted while it ran
-                        prev, outcome, value = rec, COMPLETED, None
+                    prev, outcome, value = rec, COMPLETED, None
                     continue
                 if type(result) is not TurnHold and not (
                         type(result) is CoroutineType or hasattr(result, "__await__")):
