@@ -980,11 +980,11 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
         next_plain = core.next_plain
         prev_plain = False  # prev is a plain work (post): it has no handle to settle
         while True:
-            if prev_plain and core.turn_holder is not prev:
+            if prev_plain and self._aux is not None and core.turn_holder is not prev:
                 # The plain work was promoted while it ran (code inside it asked for the
-                # scope's records: a disposal, a count of works; see _records): it ends
-                # as the record the core now holds on its turn. (With prev None, no turn
-                # is held: next_plain gave it back.)
+                # scope's records: a disposal, a count of works; _records then makes the
+                # aux state): it ends as the record the core now holds on its turn. (With
+                # prev None, no turn is held: next_plain gave it back.)
                 prev = core.turn_holder
                 prev_plain = False
                 _sync_current = None
