@@ -45,9 +45,11 @@ transitions serve it, each the general one restricted to that case and held equa
 by a property test (``tests/core/test_plain_lane.py``): ``admit_plain`` is ``admit`` of
 application work at the fixed reservation (the same capacity rule, sequence number and
 drain flag), ``finish_plain`` is ``finish`` of such a work. ``take_next`` and
-``next_step`` give the turn to a plain work as to a record. They exist on untraced
-queues only (``admit_plain`` refuses a queue with an observer), so a trace, its
-validation and the TLA+ models only ever see records. Whatever must see records (the
+``next_step`` give the turn to a plain work as to a record; ``next_plain`` is the drain's
+step through a run of them (``finish_plain``, then the ``take_next`` of the next plain
+work while one heads the application line alone), also held to the general path. They
+exist on untraced queues only (``admit_plain`` refuses a queue with an observer), so a
+trace, its validation and the TLA+ models only ever see records. Whatever must see records (the
 disposals, ``live_records``, ``line``, ``copy``) first needs ``promote_plain``, which
 turns every plain work into a record in place (the shell supplies the record), and is
 refused while one waits; ``promote_current`` does the same for the turn holder alone (a
@@ -296,6 +298,12 @@ class QueueCore(Generic[R]):
     )
 
     def __init__(self, config: QueueConfig, name: str = "queue") -> None:
+        # The flags first: a compiled core lays its fields out in the order they are
+        # first assigned, and the three one-byte flags then share the word after its
+        # header's bitmap instead of taking a padded word each (16 bytes per queue).
+        self.drain_scheduled = False
+        self.draining = False
+        self.closed = False
         self.config = config
         self.name = name
         self.app: deque[R] | None = None
@@ -306,15 +314,12 @@ class QueueCore(Generic[R]):
         self.life_count = 0
         self.life_bytes = 0
         self.next_seq = 0
-        self.drain_scheduled = False
-        self.draining = False
         # The turn holder: an ``R``, or a plain work (``admit_plain``) on an untraced
         # queue; typed Any so that a compiled core does not check it for a record.
         # ``current`` is the typed view of it.
         self.turn_holder: Any = None
         self.slice_started_at: float = 0.0  # meaningful only while draining
         self.streak = 0
-        self.closed = False
         self.suspended: set[R] | None = None
         self.mode = MODE_OPEN  # scope mode (SD-1)
         self.zombies = 0  # live works marked zombie (SD-2)
@@ -769,6 +774,39 @@ class QueueCore(Generic[R]):
         self.turn_holder = None
         self.app_count -= 1
         self.app_bytes -= self.config.fixed_reservation
+
+    def next_plain(self, now: float, prev: Any) -> Any:
+        """The drain's step after a plain work completed, for a run of plain works:
+        ``finish_plain`` of ``prev`` (the turn holder), then, when the slice has time
+        left and the next item is a plain work at the head of the application line with
+        no barrier-next or lifecycle item ready, the ``take_next`` that gives it the turn
+        (``rules.select_next``'s answer for that case, as in ``next_step``). Returns that
+        work, or None when only the turn was given back: the drain then goes on with
+        ``next_step(now)``, which ends the slice, leaves the drain or takes a record.
+        Written for the hot path; the property test holds it to ``next_step``."""
+        if prev is None or self.turn_holder is not prev or isinstance(prev, WorkRecord):
+            raise ZLinkProtocolError(
+                "next_plain", "SE-6.7", "a plain work ends while it does not hold the turn")
+        config = self.config
+        self.app_count -= 1  # finish_plain
+        self.app_bytes -= config.fixed_reservation
+        app: deque[Any] | None = self.app  # Any: it holds plain works
+        # A turn is held only while draining, so the drain is still held here.
+        if app is None or self.life is not None or self.barrier is not None \
+                or now - self.slice_started_at >= config.budget:  # rules.slice_expired
+            self.turn_holder = None
+            return None
+        work = app[0]
+        if isinstance(work, WorkRecord):
+            self.turn_holder = None
+            return None
+        app.popleft()
+        if not app:
+            self.app = None
+        # streak is 0 already: the plain turn holder was taken from the application
+        # line, which set it (select_next), and nothing since took a lifecycle item.
+        self.turn_holder = work
+        return work
 
     def promote_plain(self, make: Callable[[Any], R]) -> int:
         """Turn every live plain work into a record, in place: the queued ones keep

@@ -130,6 +130,8 @@ EVENTS: Final[tuple[str, ...]] = tuple(t.event for t in TRANSITIONS)
 PLAIN_TRANSITIONS: Final[tuple[tuple[str, str, str], ...]] = (
     ("admit_plain", "admit", "application work at the fixed reservation, with no record"),
     ("finish_plain", "finish", "the end of the turn of such a work"),
+    ("next_plain", "finish", "finish_plain, then take_next of the next plain work while one "
+                             "heads the application line with nothing else ready"),
     ("promote_plain", "", "every live plain work becomes a record, in place "
                           "(no transition: the state of the lane is unchanged)"),
     ("promote_current", "", "the turn holder alone becomes a record"),

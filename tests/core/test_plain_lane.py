@@ -6,14 +6,16 @@ submission with ``admit_plain`` (its items are the works themselves), the other 
 ``admit`` (records). Both must give the same answers (accepted or the same rejection,
 the same drain flag), the same counts, flags and sequence numbers, and the same works in
 the same places, after every step: ``admit_plain`` is ``admit`` and ``finish_plain`` is
-``finish`` for that case, as ``_place`` is held to ``admission_verdict``."""
+``finish`` for that case, as ``_place`` is held to ``admission_verdict``; ``next_plain``
+(followed by ``next_step`` when it hands out nothing, as the shell's drain does) is
+``next_step`` after a plain work completed."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from zlink_model.errors import ZLinkClosedError, ZLinkProtocolError, ZLinkRejectedError
@@ -70,7 +72,7 @@ def state(core: QueueCore[Any]) -> tuple[object, ...]:
 
 OPS = st.lists(st.tuples(
     st.sampled_from(["post", "post", "post", "life", "barrier", "payload", "enter",
-                     "step", "step", "fail", "tick", "close", "promote"]),
+                     "step", "run", "run", "fail", "tick", "close", "promote"]),
     st.integers(0, 300)), max_size=40)
 
 
@@ -95,6 +97,15 @@ def _answer(fn: Any, *args: Any) -> object:
 
 
 @settings(max_examples=300, deadline=None)
+# The ways a run of plain works may end that random draws reach rarely: a lifecycle or
+# barrier-next item admitted while a plain work holds the turn goes ahead of the plain
+# head, and the slice ends exactly when its budget (5) is used.
+@example(ops=[("post", 0), ("post", 0), ("enter", 0), ("step", 0), ("life", 0), ("run", 0)],
+         cap=5, byte_cap=2000, fixed=0, burst=2)
+@example(ops=[("post", 0), ("post", 0), ("enter", 0), ("step", 0), ("barrier", 0), ("run", 0)],
+         cap=5, byte_cap=2000, fixed=0, burst=2)
+@example(ops=[("post", 0), ("post", 0), ("enter", 0), ("step", 0), ("tick", 5), ("run", 0)],
+         cap=5, byte_cap=2000, fixed=0, burst=2)
 @given(ops=OPS, cap=st.integers(1, 5), byte_cap=st.integers(1, 2000),
        fixed=st.integers(0, 400), burst=st.integers(1, 3))
 def test_SE_6_3_plain_lane_agrees_with_the_general_path(
@@ -118,11 +129,19 @@ def test_SE_6_3_plain_lane_agrees_with_the_general_path(
         elif op == "enter":
             a = _answer(fast.enter_drain, now)
             b = _answer(general.enter_drain, now)
-        elif op in ("step", "fail"):
+        elif op in ("step", "fail", "run"):
             if not general.draining:
                 continue
             outcome = FAILED if op == "fail" else COMPLETED
-            a = _answer(fast.next_step, now, fast.turn_holder, outcome)
+            holder = fast.turn_holder
+            if op == "run" and is_plain(holder) and holder is not None:
+                # The drain's step through a run of plain works: next_plain, and
+                # next_step after it when it handed out nothing.
+                a = _answer(fast.next_plain, now, holder)
+                if a == ("ok", None):
+                    a = _answer(fast.next_step, now, None, outcome)
+            else:
+                a = _answer(fast.next_step, now, holder, outcome)
             b = _answer(general.next_step, now, general.current, outcome)
         elif op == "tick":
             now += arg % 7
@@ -198,3 +217,24 @@ def test_SE_6_7_a_plain_turn_holder_is_promoted_alone_and_ends_as_a_record() -> 
     assert is_plain(nxt) and label(nxt) == 1
     assert core.app_count == 1
     assert core.next_step(0, nxt) is None and core.is_idle()
+
+
+def test_SE_6_7_next_plain_refuses_a_work_that_does_not_hold_the_turn() -> None:
+    """``next_plain`` ends the plain turn holder only: not a record, not another plain
+    work, not an empty turn; a refusal changes nothing."""
+    core: QueueCore[Labelled] = QueueCore(QueueConfig(ZLinkExecutionLanePolicy()), "q")
+    first, second = Plain(0), Plain(1)
+    core.admit_plain(first)
+    core.admit_plain(second)
+    core.admit(Labelled(2))
+    core.enter_drain(0)
+    assert core.next_step(0) is first
+    before = state(core)
+    for wrong in (second, None, Labelled(3)):
+        with pytest.raises(ZLinkProtocolError, match="next_plain"):
+            core.next_plain(0, wrong)
+        assert state(core) == before
+    assert core.next_plain(0, first) is second
+    # A record heads the line next: the turn is given back, next_step takes the record.
+    assert core.next_plain(0, second) is None and core.turn_holder is None
+    assert label(core.next_step(0)) == 2

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import threading
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -229,3 +229,99 @@ def test_SE_6_3_post_on_an_owner_made_before_its_loop_ran_takes_the_plain_lane(
         assert log == [0, 1, 2]
     finally:
         loop.close()
+
+
+async def test_SD_1_a_posted_work_may_dispose_its_own_queue_safely() -> None:
+    """Disposal promotes every live plain work to a record (``promote_plain``), the
+    running one included. A posted work that disposes its own queue safely, in the
+    middle of a run of posted works, still ends, on its own turn; the rest run on as
+    zombies (SD-1, SD-2) and the drain leaves. On the code before this test the drain
+    stopped at once on ``finish_plain``'s refusal and the queue stayed draining, with
+    the rest never run."""
+    u = Untraced()
+    q = u.queue
+    seen: list[Any] = []
+
+    def dispose_inside() -> None:
+        q.dispose_safely()
+        seen.append((q.is_current(), q.zombie_count()))
+
+    q.post(u.note(0))
+    q.post(dispose_inside)
+    q.post(u.note(2))
+    await run_until_idle()
+    assert u.log == [0, 2] and seen == [(True, 2)] and u.errors == []
+    stats = q.statistics()
+    assert (stats.application_count, stats.draining, stats.running) == (0, False, False)
+    assert q.zombie_count() == 0 and q.closed
+
+
+async def test_SD_2_a_posted_work_that_counts_its_scope_ends_as_its_record() -> None:
+    """Counting the scope's works from inside a posted work promotes it while it runs;
+    it then ends as that record: a value returned completes it, an exception reaches
+    the error hook once, with the promoted handle settled failed."""
+    u = Untraced()
+    q = u.queue
+    counts: list[int] = []
+    boom = ValueError("boom")
+
+    def count() -> int:
+        counts.append(q.active_count())
+        return 7
+
+    def count_then_fail() -> None:
+        counts.append(q.active_count())
+        raise boom
+
+    q.post(count)
+    q.post(count_then_fail)
+    q.post(u.note("after"))
+    await run_until_idle()
+    assert counts == [3, 2] and u.log == ["after"]
+    assert [(e, h.outcome()) for e, h in u.errors] == [(boom, "failed")]
+    assert q.statistics().application_count == 0 and not q.statistics().draining
+
+
+async def test_SD_2_a_posted_work_that_counts_its_scope_then_returns_a_coroutine_runs_it(
+) -> None:
+    """A posted work promoted while it ran (it counted its scope) and then returned a
+    coroutine: the coroutine runs on the promoted record's turn, its value settles that
+    record, and the queue drains on."""
+    u = Untraced()
+    q = u.queue
+    seen: list[object] = []
+
+    async def later() -> int:
+        await asyncio.sleep(0)
+        seen.append(current_work())
+        return 5
+
+    def count_then_async() -> Any:
+        seen.append(q.active_count())
+        return later()
+
+    q.post(count_then_async)
+    q.post(u.note("after"))
+    await asyncio.wait_for(q.await_quiescence(), 5)
+    assert seen[0] == 2 and isinstance(seen[1], ZLinkWorkHandle)
+    assert cast("ZLinkWorkHandle[int]", seen[1]).result() == 5
+    assert u.log == ["after"] and not u.errors
+    assert q.statistics().application_count == 0 and not q.statistics().draining
+
+
+async def test_SD_1_a_posted_work_that_disposes_its_queue_cancels_the_queued_rest() -> None:
+    """``dispose`` from inside a posted work: the running work finishes (a synchronous
+    turn is never interrupted, D-8), the queued posts never start."""
+    u = Untraced()
+    q = u.queue
+
+    def dispose_inside() -> None:
+        u.log.append("first")
+        q.dispose()
+
+    q.post(dispose_inside)
+    q.post(u.note("never"))
+    await run_until_idle()
+    assert u.log == ["first"] and u.errors == []
+    stats = q.statistics()
+    assert (stats.application_count, stats.draining, stats.ready) == (0, False, 0)

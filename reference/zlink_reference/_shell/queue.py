@@ -42,10 +42,11 @@ import contextlib
 import contextvars
 import threading
 import types
+import weakref
 from collections.abc import Awaitable, Callable, Generator
 from functools import partial
 from types import CoroutineType
-from typing import Any, Generic, TypeVar, cast
+from typing import Any, ClassVar, Generic, TypeVar, cast
 
 from zlink_model.errors import (
     ZLinkNotOnTurnError,
@@ -458,6 +459,7 @@ class QueueRuntime:
         "thread_id",
         "zombie_warn_after_ms",
     )
+    shared: ClassVar[bool] = False  # True for the runtime of default queues (_SharedRuntime)
 
     def __init__(
         self,
@@ -559,6 +561,12 @@ class QueueRuntime:
             raise value
         return cast(T, value)
 
+    def owned(self) -> QueueRuntime:
+        """This runtime, for a caller that is about to change per-owner state in it (scope
+        state, the scope flags): a runtime made for one owner is that owner's already.
+        The shared runtime of default queues answers with a private copy instead."""
+        return self
+
     async def wait_on_loop(self, make: Callable[[], Awaitable[T]]) -> T:
         """Await ``make()`` on the owner's loop from a coroutine running on another
         loop (another thread), and deliver its outcome here (D-24). Cancelling the
@@ -571,6 +579,71 @@ class QueueRuntime:
         except RuntimeError as exc:
             raise ZLinkUsageError(f"the owner's event loop is closed ({exc})") from None
         return await asyncio.wrap_future(fut)
+
+
+class _SharedRuntime(QueueRuntime):
+    """The runtime every queue built without ``runtime``, ``clock`` and ``error_hook``
+    shares with the other such queues made on the same thread for the same loop: the
+    defaults are the same for all of them, so one object serves them all and an idle
+    default queue stays as small as a coordinator's (issue 16). Its fields never change
+    once made (a write raises ``ZLinkUsageError``): a queue that needs per-owner state
+    (a disposal's scope state, ``as_not_safely``) first takes a private copy
+    (``ScopeMixin._own_runtime``), so no queue's scope ever shows through another's."""
+
+    __slots__ = ("__weakref__",)
+    shared = True
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if hasattr(self, name):
+            raise ZLinkUsageError(
+                f"the runtime of default queues is shared: {name} cannot change here "
+                "(take the queue's own runtime first)")
+        object.__setattr__(self, name, value)
+
+    def owned(self) -> QueueRuntime:
+        rt = QueueRuntime.__new__(QueueRuntime)
+        for field in QueueRuntime.__slots__:
+            setattr(rt, field, getattr(self, field))
+        return rt
+
+
+_MONOTONIC = MonotonicClock()  # the clock of the shared runtimes (it keeps no state)
+_DEFAULT_POLICY = ZLinkExecutionLanePolicy()  # frozen: one instance serves every default
+_shared = threading.local()  # per thread: a weak reference to its last shared runtime
+_configs: dict[tuple[ZLinkExecutionLanePolicy, float, bool], QueueConfig] = {}
+_CONFIGS_KEPT = 64  # distinct (policy, clock units, yield) configurations kept for sharing
+
+
+def _shared_runtime(loop: asyncio.AbstractEventLoop | None) -> QueueRuntime:
+    """The shared runtime for ``loop`` (the running loop if None) on this thread, made
+    when the last one is gone or belongs to another loop or another start (made while
+    the loop ran here, or before: D-24's ``thread_id``)."""
+    if loop is None:
+        loop = asyncio.get_running_loop()
+    ref: weakref.ref[QueueRuntime] | None = getattr(_shared, "rt", None)
+    rt = ref() if ref is not None else None
+    if rt is not None and rt.loop is loop and (
+            rt.thread_id == (rt.maker_id if _get_running_loop() is loop else -1)):
+        return rt
+    rt = _SharedRuntime(clock=_MONOTONIC, loop=loop)
+    _shared.rt = weakref.ref(rt)
+    return rt
+
+
+def _shared_config(policy: ZLinkExecutionLanePolicy, units_per_ms: float,
+                   yield_allowed: bool) -> QueueConfig:
+    """One untraced ``QueueConfig`` per policy object, clock unit and Yield flag, shared
+    by the queues that ask for it (a config holds no per-queue state). A policy equal to
+    a cached one but not the same object gets a config of its own, so ``queue.policy``
+    is always the object the caller gave."""
+    key = (policy, units_per_ms, yield_allowed)
+    config = _configs.get(key)
+    if config is not None and config.policy is policy:
+        return config
+    config = QueueConfig(policy, units_per_ms=units_per_ms, yield_allowed=yield_allowed)
+    if len(_configs) < _CONFIGS_KEPT and key not in _configs:
+        _configs[key] = config
+    return config
 
 
 class ZLinkSerialExecutionQueue(ScopeMixin):
@@ -599,24 +672,32 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
         config: QueueConfig | None = None,
     ) -> None:
         if policy is None:
-            policy = config.policy if config is not None else ZLinkExecutionLanePolicy()
+            policy = config.policy if config is not None else _DEFAULT_POLICY
         if not isinstance(policy, ZLinkExecutionLanePolicy):
             raise TypeError(f"policy must be a ZLinkExecutionLanePolicy, got {policy!r}")
         if not isinstance(name, str) or not name:
             raise ValueError(f"name must be a non-empty string, got {name!r}")
-        rt = runtime if runtime is not None else QueueRuntime(
-            clock=clock, loop=loop, error_hook=error_hook
-        )
+        if runtime is not None:
+            rt = runtime
+        elif clock is None and error_hook is None:
+            rt = _shared_runtime(loop)  # nothing of its own to keep: share (issue 16)
+        else:
+            rt = QueueRuntime(clock=clock, loop=loop, error_hook=error_hook)
         if config is None:
-            config = QueueConfig(
-                policy, units_per_ms=rt.clock.units_per_ms,
-                yield_allowed=yield_allowed, observer=observer,
-            )
+            if observer is None:
+                config = _shared_config(policy, rt.clock.units_per_ms, yield_allowed)
+            else:
+                config = QueueConfig(
+                    policy, units_per_ms=rt.clock.units_per_ms,
+                    yield_allowed=yield_allowed, observer=observer,
+                )
         self._rt = rt
         self._core: QueueCore[ZLinkWorkHandle[Any]] = QueueCore(config, name)
         self._aux: QueueAux | None = None  # waiters and disposal state, when any
         if runtime is None:
-            self._join_registry()  # a queue with its own runtime is a scope of its own
+            # A queue not given a runtime is a scope of its own, whether its runtime is
+            # its own or the shared one of default queues (that one keeps no scope state).
+            self._join_registry()
 
     @property
     def name(self) -> str:
@@ -674,7 +755,16 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
         must see every live work as a record (disposal, accounting)."""
         core = self._core
         if core.has_plain():
+            running = core.turn_holder
             core.promote_plain(self._plain_record)
+            if running is not None and running is not core.turn_holder:
+                # A plain turn holder runs right now, synchronously (code inside it
+                # asked for this): from here on it is that record's synchronous run, for
+                # is_current and current_work; the drain ends it as the record. The aux
+                # state sends the drain's plain loop to its general step, which looks.
+                global _sync_current
+                _sync_current = core.turn_holder
+                self._queue_aux()
         return core
 
     def _plain_failed(self, work: Work, exc: BaseException) -> None:
@@ -923,8 +1013,17 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
             def now() -> float:
                 return clock() - skew
         next_step = core.next_step
+        next_plain = core.next_plain
         prev_plain = False  # prev is a plain work (post): it has no handle to settle
         while True:
+            if prev_plain and self._aux is not None and core.turn_holder is not prev:
+                # The plain work was promoted while it ran (code inside it asked for the
+                # scope's records: a disposal, a count of works; _records then makes the
+                # aux state): it ends as the record the core now holds on its turn. (With
+                # prev None, no turn is held: next_plain gave it back.)
+                prev = core.turn_holder
+                prev_plain = False
+                _sync_current = None
             rec: ZLinkWorkHandle[Any] | None = next_step(now(), prev, outcome)
             if prev is not None:
                 # Settle after the reservation is released (inside next_step), so a
@@ -950,10 +1049,23 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
                 return None
             if not isinstance(rec, WorkRecord):
                 # A plain work (post): run it; it becomes a handle only if it turns out
-                # to need one (it returned an awaitable or a TurnHold).
+                # to need one (it returned an awaitable or a TurnHold). While works
+                # complete with None and more wait in the application line, the core's
+                # next_plain ends each turn and hands out the next plain work in one
+                # step; when it hands out none, the turn is already given back and
+                # next_step goes on. With the line empty, next_step alone ends the turn
+                # and the drain (one core call, not two, for a queue that got one work).
+                # A queue with aux state (waiters, a disposal, a promotion while a work
+                # ran: see _records) ends each turn through the general step below.
                 prev_plain = True
                 try:
-                    result = rec()
+                    while (result := rec()) is None and core.app is not None \
+                            and self._aux is None:
+                        nxt = next_plain(now(), rec)
+                        if nxt is None:
+                            rec = None  # next_plain gave its turn back
+                            break
+                        rec = nxt
                 except BaseException as exc:
                     if not isinstance(exc, Exception):
                         self._hand_off(rec, FAILED, exc)
@@ -968,7 +1080,14 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
                     prev, outcome, value = rec, COMPLETED, result
                     continue
                 prev_plain = False
-                rec = cast("ZLinkWorkHandle[Any]", self._core.promote_current(self._plain_record))
+                promoted = self._core.promote_current(self._plain_record)
+                if promoted is None:
+                    # Promoted while it ran (it counted or disposed its scope, _records):
+                    # the turn holder is its record already, and its synchronous run
+                    # is over.
+                    promoted = core.turn_holder
+                    _sync_current = None
+                rec = cast("ZLinkWorkHandle[Any]", promoted)
                 if type(result) is TurnHold:
                     result.handle.add_done_callback(partial(self._held_done, rec))
                     return None
@@ -1095,10 +1214,15 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
         """End ``rec``'s turn outside the drain loop and pass the drain role to a posted
         callback (the code holding it is about to stop)."""
         if not isinstance(rec, WorkRecord):  # a plain work
-            self._core.finish_plain(rec, outcome)
-            self._plain_failed(rec, value)
-            self._rt.loop.call_soon(self._continue)
-            return
+            holder = self._core.turn_holder
+            if holder is rec or not isinstance(holder, WorkRecord):
+                self._core.finish_plain(rec, outcome)
+                self._plain_failed(rec, value)
+                self._rt.loop.call_soon(self._continue)
+                return
+            global _sync_current
+            _sync_current = None
+            rec = holder  # promoted while it ran (see _records): it ends as its record
         self._core.finish(rec, outcome)
         self._ended(rec, outcome, value)
         self._rt.loop.call_soon(self._continue)

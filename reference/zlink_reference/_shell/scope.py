@@ -129,7 +129,16 @@ class ScopeMixin:
         """Hook: the scope cancels what is left (dispose, or the timeout expired)."""
 
     def _scope_state(self) -> ScopeState:
-        return self._rt.scope_state(self)
+        return self._own_runtime().scope_state(self)
+
+    def _own_runtime(self) -> QueueRuntime:
+        """The runtime, made this scope's own first if it is the shared runtime of
+        default queues: per-owner state (scope state, flags) is only ever written to a
+        runtime no other scope uses."""
+        rt = self._rt
+        if rt.shared:
+            rt = self._rt = rt.owned()  # type: ignore[misc]  # the subclass's slot
+        return rt
 
     def _join_registry(self) -> None:
         registry = scope_registry.get()
@@ -274,7 +283,7 @@ class ScopeMixin:
     def as_not_safely(self) -> Self:
         """Make destruction cancel instead of making zombies (SD-4). Applies to every
         queue of the scope, those made later and those already made (D-16)."""
-        self._rt.dispose_safely_on_exit = False
+        self._own_runtime().dispose_safely_on_exit = False
         return self
 
     def destroy(self) -> None:
