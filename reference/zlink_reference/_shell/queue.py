@@ -1095,51 +1095,40 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
                     promoted = core.turn_holder
                     _sync_current = None
                 rec = cast("ZLinkWorkHandle[Any]", promoted)
-                if type(result) is TurnHold:
-                    result.handle.add_done_callback(partial(self._held_done, rec))
+            else:
+                prev_plain = False
+                if rec.resumes:
+                    # A resume permit: the suspended work continues on its own task.
+                    permit = cast("asyncio.Future[None]", rec._extra().permit)
+                    rec._extra().permit = None
+                    permit.set_result(None)
                     return None
-                if steps is None:
-                    return rec, result  # the caller makes a drive task for it
-                # Started here, in a copy of the drive task's context (_Steps.start inline).
-                rec._task = steps.task
-                steps.rec = rec
-                steps.aw = result
-                steps.run = run = _copy_context().run
-                step = run(steps.send, None)
-                if step is not steps:
-                    return rec, step  # it waits (or failed): the drive task goes on with it
-                prev, outcome, value = rec, COMPLETED, steps.value
-                continue
-            prev_plain = False
-            if rec.resumes:
-                # A resume permit: the suspended work continues on its own task.
-                permit = cast("asyncio.Future[None]", rec._extra().permit)
-                rec._extra().permit = None
-                permit.set_result(None)
-                return None
-            _sync_current = rec
-            try:
-                result = rec._work()  # type: ignore[misc]
-            except BaseException as exc:
+                _sync_current = rec
+                try:
+                    result = rec._work()  # type: ignore[misc]
+                except BaseException as exc:
+                    _sync_current = None
+                    if not isinstance(exc, Exception):
+                        # The process is being torn down: end this turn, keep the drain
+                        # role alive on a posted callback, and let the exception through.
+                        self._hand_off(rec, FAILED, exc)
+                        raise
+                    prev, outcome, value = rec, FAILED, exc
+                    continue
                 _sync_current = None
-                if not isinstance(exc, Exception):
-                    # The process is being torn down: end this turn, keep the drain
-                    # role alive on a posted callback, and let the exception through.
-                    self._hand_off(rec, FAILED, exc)
-                    raise
-                prev, outcome, value = rec, FAILED, exc
-                continue
-            _sync_current = None
-            if result is None:
-                prev, outcome, value = rec, COMPLETED, None
-                continue
+                if result is None:
+                    prev, outcome, value = rec, COMPLETED, None
+                    continue
+                if type(result) is not TurnHold and not (
+                        type(result) is CoroutineType or hasattr(result, "__await__")):
+                    prev, outcome, value = rec, COMPLETED, result
+                    continue
+            # A work (plain and promoted above, or a record) returned a TurnHold or an
+            # awaitable.
             if type(result) is TurnHold:
                 # The drain parks with ``rec`` holding the turn (SE-4.6).
                 result.handle.add_done_callback(partial(self._held_done, rec))
                 return None
-            if not (type(result) is CoroutineType or hasattr(result, "__await__")):
-                prev, outcome, value = rec, COMPLETED, result
-                continue
             if steps is None:
                 return rec, result  # the caller makes a drive task for it
             # Started here, in a copy of the drive task's context (_Steps.start inline).
