@@ -38,7 +38,7 @@ from typing import Any
 
 from zlink_model.queue import QueueConfig
 
-from bench_queue import BIG, Latch, Peer, async_awaits_once, async_never_suspends
+from bench_queue import BIG, Peer, async_awaits_once, async_never_suspends, burst
 
 ROOT = Path(__file__).resolve().parent.parent
 Item = Callable[[], Any]
@@ -79,31 +79,6 @@ def side(module: Any, how: str) -> Callable[[], Any]:
             self.queue.close()
 
     return Side
-
-
-async def burst(make: Callable[[], Any], owners: int, per_owner: int, rounds: int,
-                item: Item, clock: Callable[[], float]) -> float:
-    """``bench_queue.burst`` with the clock chosen: ``per_owner - 1`` items then the
-    latch item to each owner, ``rounds`` times; the summed time until every owner ran
-    its last."""
-    qs = [make() for _ in range(owners)]
-    subs = [q.submitter() for q in qs]
-    await asyncio.sleep(0)
-    total = 0.0
-    for _ in range(rounds):
-        latch = Latch(owners)
-        down = latch.down
-        t0 = clock()
-        for submit in subs:
-            for _ in range(per_owner - 1):
-                submit(item)
-            submit(down)
-        await latch.fut
-        total += clock() - t0
-    for q in qs:
-        q.stop()
-    await asyncio.sleep(0)
-    return total
 
 
 def shapes(quick: bool) -> list[tuple[str, int, int, int, Item]]:

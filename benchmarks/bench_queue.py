@@ -184,9 +184,11 @@ SIDES: dict[str, Callable[[], Any]] = {
 
 # --------------------------------------------------------------------------- shapes
 async def burst(make: Callable[[], Any], owners: int, items: int, rounds: int,
-                item: Item) -> float:
+                item: Item, clock: Callable[[], float] = time.perf_counter) -> float:
     """``rounds`` times: ``items`` works to each of ``owners`` owners, back to back;
-    wait until every owner ran its last."""
+    wait until every owner ran its last. Returns the summed time read from ``clock``
+    (wall time by default; ``bench_async.py --clock cpu`` passes the thread's CPU
+    clock)."""
     qs = [make() for _ in range(owners)]
     subs = [q.submitter() for q in qs]
     await asyncio.sleep(0)
@@ -194,13 +196,13 @@ async def burst(make: Callable[[], Any], owners: int, items: int, rounds: int,
     for _ in range(rounds):
         latch = Latch(owners)
         down = latch.down
-        t0 = time.perf_counter()
+        t0 = clock()
         for submit in subs:
             for _ in range(items - 1):
                 submit(item)
             submit(down)
         await latch.fut
-        total += time.perf_counter() - t0
+        total += clock() - t0
     for q in qs:
         q.stop()
     await asyncio.sleep(0)
