@@ -47,7 +47,7 @@ from zlink_reference import (
 )
 from zlink_reference import coordinators as this_tree
 
-from bench_queue import Enqueue, Latch, Peer, sync_item
+from bench_queue import Enqueue, Latch, Peer, burst, sync_item
 
 BIG = ZLinkExecutionLanePolicy(
     application_message_capacity=10_000_000, application_byte_capacity=1 << 60
@@ -116,40 +116,6 @@ async def actor_run(actors: list[str], items: int, pkg: ModuleType = this_tree) 
     return dt
 
 
-async def queue_run(actors: list[str], items: int) -> float:
-    queues = [Enqueue() for _ in actors]  # one runtime and config, as in a Spot
-    latch = Latch(len(actors))
-    t0 = time.perf_counter()
-    for q in queues:
-        enqueue = q.submitter()
-        for _ in range(items - 1):
-            enqueue(sync_item)
-        enqueue(latch.down)
-    await latch.fut
-    dt = time.perf_counter() - t0
-    for q in queues:
-        q.stop()
-    return dt
-
-
-async def peer_run(owners: int, items: int) -> float:
-    peers = [Peer() for _ in range(owners)]
-    await asyncio.sleep(0)
-    latch = Latch(owners)
-    t0 = time.perf_counter()
-    for p in peers:
-        submit = p.submitter()
-        for _ in range(items - 1):
-            submit(sync_item)
-        submit(latch.down)
-    await latch.fut
-    dt = time.perf_counter() - t0
-    for p in peers:
-        p.stop()
-    await asyncio.sleep(0)
-    return dt
-
-
 async def actor_queue_memory(n: int, mode: ZLinkUserSpotExecutionMode) -> float:
     actors = [f"actor-{i}" for i in range(n)]
     spot = this_tree.ZLinkSpotSerialExecutor("mem", mode=mode)
@@ -182,8 +148,10 @@ def sides(against: str | None) -> dict[str, Side]:
         "Spot PerActor": lambda a, n: spot_run(per, a, n),
         "Spot SpotWide": lambda a, n: spot_run(wide, a, n),
         "Actor executors": actor_run,
-        "bare queue (enqueue)": queue_run,
-        "peer": lambda a, n: peer_run(len(a), n),
+        # bench_queue's burst, one round: the bare queues share one runtime and config
+        # (Enqueue), as a Spot's queues do; the peer is one Task per owner.
+        "bare queue (enqueue)": lambda a, n: burst(Enqueue, len(a), n, 1, sync_item),
+        "peer": lambda a, n: burst(Peer, len(a), n, 1, sync_item),
     }
     if against is not None:
         ref = coordinators_at(against)
