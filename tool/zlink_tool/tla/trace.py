@@ -216,9 +216,10 @@ class Limits:
             "lanes": ", ".join(f'"{k}"' for k, _, _ in works),
             "payloads": ", ".join(str(p) for p in self.payloads),
             "yields": ", ".join(str(y) for _, _, y in works),
-            "app_count": self.app_count, "app_bytes": self.app_bytes,
-            "life_count": self.life_count, "life_bytes": self.life_bytes,
-            "fixed": self.fixed, "burst": self.burst,
+            "policy": _POLICY_DEFINITIONS.format(
+                app_count=self.app_count, app_bytes=self.app_bytes,
+                life_count=self.life_count, life_bytes=self.life_bytes,
+                fixed=self.fixed, burst=self.burst),
         }
 
 
@@ -291,6 +292,15 @@ def scaled_limits(works: Sequence[tuple[str, int, int]], policy: ZLinkExecutionL
                    tuple(payloads)), tuple(notes)
 
 
+# The lane policy's definitions, the same in every data module (TraceLog, WireLog).
+_POLICY_DEFINITIONS: Final = """\
+LogAppCountCap == {app_count}
+LogAppByteCap == {app_bytes}
+LogLifeCountCap == {life_count}
+LogLifeByteCap == {life_bytes}
+LogFixedCost == {fixed}
+LogBurstLimit == {burst}"""
+
 _MODULE = """\
 ------------------------------- MODULE TraceLog -------------------------------
 (* Written from a recorded log by zlink_tool.tla.trace: the data that        *)
@@ -300,12 +310,7 @@ _MODULE = """\
 (* lane and payload), times, and every field the spec has no use for.        *)
 
 \\* The lane policy (ZLinkExecutionLanePolicy).
-LogAppCountCap == {app_count}
-LogAppByteCap == {app_bytes}
-LogLifeCountCap == {life_count}
-LogLifeByteCap == {life_bytes}
-LogFixedCost == {fixed}
-LogBurstLimit == {burst}
+{policy}
 
 \\* Work w's lane ("app", "life" or "barrier"), payload bytes (its reservation less
 \\* the fixed cost) and the most times it yielded in one life.

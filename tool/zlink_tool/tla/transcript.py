@@ -269,12 +269,7 @@ _WIRE_MODULE = """\
 EXTENDS Integers
 
 \\* The queue's lane policy (ZLinkExecutionLanePolicy), from the create command.
-LogAppCountCap == {app_count}
-LogAppByteCap == {app_bytes}
-LogLifeCountCap == {life_count}
-LogLifeByteCap == {life_bytes}
-LogFixedCost == {fixed}
-LogBurstLimit == {burst}
+{policy}
 
 \\* Work w's lane ("app", "life" or "barrier"), payload bytes and most yields.
 LogLanes == <<{lanes}>>
