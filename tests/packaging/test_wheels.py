@@ -1,9 +1,10 @@
 """The wheels work outside the checkout.
 
-The five distributions are built as wheels (in-tree, from a clean copy of the
-repository: tool/setup.py reads ../models, ../specs and ../tests), installed into fresh
-virtual environments outside the repository, and every ``zlink`` subcommand that does
-not need a checkout is run from an empty temporary directory:
+The five distributions are built by ``./dev dist`` from a clean copy of the repository
+(each wheel from its own sdist, so the sdists are shown to carry what the wheels need:
+the tool's models, specs and test index, the kit's shipped docs and examples), installed
+into fresh virtual environments outside the repository, and every command that does not
+need a checkout is run from an empty temporary directory:
 
 - *full*: ``zlink-tool[all]`` (the runtime, the kit, the reference adapter, z3 and TLC's jar):
   ``zlink --help``, ``models check`` (one small run), ``rules``, ``policy check``,
@@ -23,7 +24,6 @@ the test is skipped when neither has them.
 
 from __future__ import annotations
 
-import importlib.metadata
 import json
 import os
 import re
@@ -50,11 +50,6 @@ DISTRIBUTIONS = {
     "zlink-reference-adapter": ("conformance/examples/python", "zlink_reference_adapter"),
     "zlink-tool": ("tool", "zlink_tool"),
 }
-# What a build copies from the checkout: everything but environments, build output
-# and caches (a stale build/ would otherwise leak into the wheels).
-_NOT_COPIED = shutil.ignore_patterns(
-    ".git", ".venv", "build", "dist", "*.egg-info", "__pycache__", "*.pyc", ".mypy_cache",
-    ".ruff_cache", ".pytest_cache", ".hypothesis", "states", "out", "node_modules")
 # Variables that would point a command at the checkout or at another jar.
 _SCRUBBED = ("ZLINK_ROOT", "ZLINK_TLA2TOOLS", "PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")
 _PIP_TIMEOUT = 240
@@ -124,19 +119,9 @@ def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def dist(work: Path) -> Path:
-    """The five wheels, built without build isolation from a clean copy of the checkout."""
-    have = importlib.metadata.version("setuptools")
-    if int(have.split(".")[0]) < 77:
-        pytest.fail(f"setuptools {have} cannot build the wheels (the pyprojects need >= 77); "
-                    "run ./dev env to refresh .venv from requirements-dev.txt")
-    source = work / "source"
-    shutil.copytree(ROOT, source, ignore=_NOT_COPIED)
-    out = work / "dist"
-    folders = [str(source / folder) for folder, _ in DISTRIBUTIONS.values()]
-    _check(_pip("wheel", "--no-deps", "--no-build-isolation", "--no-index", "-q",
-                "-w", str(out), *folders), "building the wheels")
-    return out
+def dist(built: Path) -> Path:
+    """The five wheels of ``./dev dist``, each built from its own sdist (conftest.py)."""
+    return built
 
 
 @pytest.fixture(scope="module")
@@ -229,6 +214,19 @@ def test_full_install_help(full: Env) -> None:
     assert result.returncode == 0, result.stderr
     for command in ("verify", "models", "conformance", "rules", "policy", "trace"):
         assert command in result.stdout
+
+
+def test_full_install_holds_the_five_distributions_at_one_version(full: Env) -> None:
+    probe = ("import importlib.metadata as m; "
+             f"print(' '.join(m.version(n) for n in {list(DISTRIBUTIONS)!r}))")
+    result = full.run("python", "-c", probe)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == [_version()] * len(DISTRIBUTIONS)
+    # The adapter's own console script, driven by the kit's.
+    adapter = full.run("zlink-conformance", "run", "--adapter", "zlink-reference-adapter",
+                       "--only", "SE-6.6", "-q")
+    assert adapter.returncode == 0, adapter.stdout + adapter.stderr
+    assert "every required case passed" in adapter.stdout
 
 
 @needs_java
