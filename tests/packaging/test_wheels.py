@@ -370,3 +370,41 @@ def test_kit_alone_runs_the_suite_against_the_reference_adapter(kit: Env, full: 
     assert result.returncode == 0, result.stdout + result.stderr
     assert f"runtime: zlink-reference {_version()}" in result.stdout
     assert "every required case passed" in result.stdout
+
+
+def test_kit_wheel_carries_the_protocol_the_guide_and_the_examples(dist: Path) -> None:
+    with zipfile.ZipFile(dist / f"zlink_conformance-{_version()}-py3-none-any.whl") as z:
+        names = set(z.namelist())
+        protocol = z.read("zlink_conformance/shipped/docs/protocol.md")
+        guide = z.read("zlink_conformance/shipped/docs/guide.md")
+    assert protocol == (ROOT / "specs" / "adapter-protocol.md").read_bytes()
+    assert guide == (ROOT / "docs" / "conformance.md").read_bytes()
+    for example in ("node", "java"):
+        source = ROOT / "conformance" / "examples" / example
+        for path in source.rglob("*"):
+            rel = path.relative_to(source)
+            if path.is_file() and "build" not in rel.parts:
+                assert f"zlink_conformance/shipped/examples/{example}/{rel.as_posix()}" \
+                    in names, f"the kit's wheel lacks the {example} example's {rel}"
+
+
+def test_kit_alone_prints_its_version_protocol_and_guide(kit: Env) -> None:
+    version = kit.run("zlink-conformance", "--version")
+    assert version.stdout == f"zlink-conformance {_version()}\n", version.stderr
+    protocol = kit.run("zlink-conformance", "docs", "protocol")
+    assert protocol.returncode == 0, protocol.stderr
+    assert protocol.stdout == (ROOT / "specs" / "adapter-protocol.md").read_text()
+    guide = kit.run("zlink-conformance", "docs", "guide")
+    assert guide.returncode == 0, guide.stderr
+    assert guide.stdout.endswith((ROOT / "docs" / "conformance.md").read_text())
+
+
+@needs_node
+def test_kit_alone_copies_out_the_node_example_which_passes(kit: Env, work: Path) -> None:
+    target = work / "copied-node"
+    copied = kit.run("zlink-conformance", "examples", "--copy", "node", str(target))
+    assert copied.returncode == 0, copied.stdout + copied.stderr
+    adapter = shlex.join(["node", str(target / "adapter.js")])
+    result = kit.run("zlink-conformance", "run", "-q", "--adapter", adapter)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "every required case passed" in result.stdout
