@@ -12,14 +12,14 @@ short header says before the text.
 from __future__ import annotations
 
 import argparse
-import importlib.metadata
 import shutil
 import sys
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from .bundled import ShippedError, kit_version, shipped_file
 from .helptext import plain, summary
+from .starter import add_init_action
 
 __all__ = ["DOCS", "ShippedError", "add_shipped_actions", "example_names", "kit_version",
            "shipped_file"]
@@ -39,37 +39,6 @@ _HOW_TO_RUN = {
 # Build output of an example run in a checkout is not part of it.
 _BUILD_OUTPUT = ("build", "node_modules", "__pycache__")
 _IGNORED = shutil.ignore_patterns(*_BUILD_OUTPUT, "*.class")
-
-
-class ShippedError(Exception):
-    """A shipped text or example that this install does not hold, or a bad target."""
-
-
-def kit_version() -> str:
-    """The installed kit's version (``unknown`` when run from a bare source tree)."""
-    try:
-        return importlib.metadata.version("zlink-conformance")
-    except importlib.metadata.PackageNotFoundError:
-        return "unknown"
-
-
-def _checkout() -> Path | None:
-    """The checkout an editable kit runs from, if any."""
-    root = Path(__file__).resolve().parents[2]
-    return root if (root / "specs" / "adapter-protocol.md").is_file() else None
-
-
-def shipped_file(relative: str, in_checkout: str) -> Path:
-    """The shipped file or folder ``relative`` (under shipped/), else the checkout's
-    ``in_checkout``; ShippedError when neither exists."""
-    shipped = Path(str(resources.files("zlink_conformance"))) / "shipped" / relative
-    if shipped.exists():
-        return shipped
-    root = _checkout()
-    if root is not None and (root / in_checkout).exists():
-        return root / in_checkout
-    raise ShippedError(f"this install of the kit holds no {relative} (a wheel built without "
-                       f"conformance/setup.py?)")
 
 
 def example_names() -> list[str]:
@@ -147,7 +116,7 @@ _EXAMPLES_DOC = """List the example adapters the kit carries, or copy one out to
 
 
 def add_shipped_actions(sub: Any, prog: str) -> None:
-    """Register ``docs`` and ``examples`` on the kit's subparsers."""
+    """Register ``docs``, ``examples`` and ``init`` on the kit's subparsers."""
     docs_p = sub.add_parser("docs", help=summary(_DOCS_DOC, prog),
                             description=plain(_DOCS_DOC, prog),
                             formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -161,3 +130,4 @@ def add_shipped_actions(sub: Any, prog: str) -> None:
                             help=f"copy the example NAME ({', '.join(example_names())}) "
                                  "into DIR, a new or empty folder")
     examples_p.set_defaults(conformance_handler=_examples)
+    add_init_action(sub, prog)

@@ -408,3 +408,13 @@ def test_kit_alone_copies_out_the_node_example_which_passes(kit: Env, work: Path
     result = kit.run("zlink-conformance", "run", "-q", "--adapter", adapter)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "every required case passed" in result.stdout
+
+
+def test_kit_alone_writes_a_starter_the_suite_accepts(kit: Env, work: Path) -> None:
+    target = work / "starter-python"
+    written = kit.run("zlink-conformance", "init", "--lang", "python", str(target))
+    assert written.returncode == 0, written.stdout + written.stderr
+    adapter = shlex.join([str(kit.python), str(target / "adapter.py")])
+    result = kit.run("zlink-conformance", "run", "-q", "--adapter", adapter)
+    assert result.returncode == 1, result.stdout + result.stderr  # refused, not broken
+    assert "refused it: unsupported" in result.stdout
