@@ -63,3 +63,22 @@ def test_every_distribution_has_complete_metadata() -> None:
         assert project.get("requires-python") == ">=3.11", name
         assert project.get("license") == "Apache-2.0", name
         assert project.get("readme") == "README.md", name
+
+
+@pytest.mark.parametrize("folder", dist.FOLDERS)
+def test_an_editable_install_builds_without_setuptools_warnings(folder: str,
+                                                                tmp_path: Path) -> None:
+    """``./dev env`` installs the five folders in editable mode; each build of an
+    editable wheel (setuptools' PEP 660 hook, what pip calls) must print no warning
+    block, so the first ``./dev`` run shows only what matters."""
+    import subprocess
+
+    probe = ("import sys, warnings; warnings.simplefilter('always'); "
+             "from setuptools import build_meta; "
+             f"print(build_meta.build_editable({str(tmp_path)!r}))")
+    result = subprocess.run([sys.executable, "-c", probe], cwd=ROOT / folder,
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / result.stdout.strip().splitlines()[-1]).is_file()
+    assert "Warning" not in result.stderr and "!!" not in result.stderr, result.stderr
+    shutil.rmtree(ROOT / folder / "build", ignore_errors=True)
