@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .bundled import kit_version
 from .catalog import CaseError, SelectionError, load_catalogue, select
 from .helptext import plain
 from .known import KnownFailuresError, load_known_failures
@@ -42,7 +43,7 @@ from .runner import (
 )
 from .runner.resend import ResendError, load_resend, resend
 from .runner.suite import InvalidDurationError, check_duration
-from .shipped import add_shipped_actions, kit_version
+from .shipped import add_shipped_actions
 
 __all__ = ["KIT", "Host", "build_parser", "configure", "main", "resend_command", "run"]
 

@@ -17,12 +17,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .bundled import ShippedError, kit_version, shipped_file
+from .bundled import ShippedError, shipped_file
 from .helptext import plain, summary
 from .starter import add_init_action
 
-__all__ = ["DOCS", "ShippedError", "add_shipped_actions", "example_names", "kit_version",
-           "shipped_file"]
+__all__ = ["DOCS", "add_shipped_actions", "example_names"]
 
 # Shipped doc name -> (file under shipped/, its source in a checkout, what it is).
 DOCS = {
