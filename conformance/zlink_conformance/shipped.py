@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .bundled import ShippedError, shipped_file
-from .helptext import plain, summary
+from .helptext import plain
 from .starter import add_init_action
 
 __all__ = ["DOCS", "add_shipped_actions", "example_names"]
@@ -116,13 +116,14 @@ _EXAMPLES_DOC = """List the example adapters the kit carries, or copy one out to
 
 def add_shipped_actions(sub: Any, prog: str) -> None:
     """Register ``docs``, ``examples`` and ``init`` on the kit's subparsers."""
-    docs_p = sub.add_parser("docs", help=summary(_DOCS_DOC, prog),
+    docs_p = sub.add_parser("docs", help="print the adapter protocol or the guide it carries",
                             description=plain(_DOCS_DOC, prog),
                             formatter_class=argparse.RawDescriptionHelpFormatter)
     docs_p.add_argument("doc", choices=sorted(DOCS), metavar="NAME",
                         help="; ".join(f"{name}: {DOCS[name][2]}" for name in sorted(DOCS)))
     docs_p.set_defaults(conformance_handler=_docs)
-    examples_p = sub.add_parser("examples", help=summary(_EXAMPLES_DOC, prog),
+    examples_p = sub.add_parser("examples", help="list the example adapters, or copy one out "
+                                                        "to start from",
                                 description=plain(_EXAMPLES_DOC, prog),
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     examples_p.add_argument("--copy", nargs=2, metavar=("NAME", "DIR"),

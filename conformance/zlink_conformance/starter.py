@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .bundled import shipped_file
-from .helptext import plain, summary
+from .helptext import plain
 
 __all__ = ["LANGUAGES", "StarterError", "add_init_action", "write_starter"]
 
@@ -90,7 +90,8 @@ _INIT_DOC = """Write a starter adapter to fill in: the handshake, the command lo
 
 def add_init_action(sub: Any, prog: str) -> None:
     """Register ``init`` on the kit's subparsers."""
-    init_p = sub.add_parser("init", help=summary(_INIT_DOC, prog),
+    init_p = sub.add_parser("init", help="write a starter adapter to fill in (java, node, "
+                                                "python)",
                             description=plain(_INIT_DOC, prog),
                             formatter_class=argparse.RawDescriptionHelpFormatter)
     init_p.add_argument("--lang", required=True, choices=sorted(LANGUAGES),
