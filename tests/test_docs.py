@@ -79,3 +79,71 @@ def test_documented_commands_exist_and_links_resolve() -> None:
     listed = re.search(r"every check \(([^)]*)\)", readme)
     assert listed is not None
     assert listed.group(1).split(", ") == [s.name for s in steps()]
+
+
+def _kit_verdict_against_the_reference() -> list[str]:
+    """The last two lines of a real run of the kit against the reference adapter."""
+    import subprocess
+    import sys
+
+    from zlink_reference_adapter import reference_adapter_command
+
+    adapter = " ".join(reference_adapter_command())
+    result = subprocess.run([sys.executable, "-m", "zlink_conformance.cli", "run", "-q",
+                             "--adapter", adapter], capture_output=True, text=True,
+                            timeout=240)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result.stdout.strip().splitlines()[-2:]
+
+
+def test_the_documented_verdict_is_what_a_run_prints() -> None:
+    """docs/conformance.md shows the verdict of a passing run: the lines a run of the kit
+    against the reference prints now, not the counts of an older catalogue."""
+    text = (ROOT / "docs" / "conformance.md").read_text()
+    block = re.search(r"```\n(verdict: PASS:.*?)```", text, re.S)
+    assert block is not None, "docs/conformance.md lost its verdict example"
+    assert block.group(1).strip().splitlines() == _kit_verdict_against_the_reference()
+
+
+def test_every_verdict_count_in_the_docs_is_out_of_the_catalogue() -> None:
+    """Each ``required N/M`` and ``optional N/M`` the docs quote has the catalogue's M."""
+    from zlink_conformance.catalog import load_catalogue
+
+    cases = load_catalogue().cases
+    totals = {"required": sum(c.required for c in cases),
+              "optional": sum(not c.required for c in cases)}
+    quoted = []
+    for path in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]:
+        for strength, total in re.findall(r"\b(required|optional) \d+/(\d+)",
+                                          path.read_text()):
+            quoted.append((path.name, strength, int(total)))
+            assert int(total) == totals[strength], (path.name, strength, total, totals)
+    assert quoted, "no verdict counts found in the docs"
+
+
+def test_java_minimum_is_one_version_everywhere() -> None:
+    """Every "Java N or newer" of the docs and the tool's hints names the same N."""
+    from zlink_tool.tla import runner
+
+    sources = [ROOT / "README.md", ROOT / "tool" / "README.md", *sorted(
+        (ROOT / "docs").rglob("*.md")), Path(runner.__file__)]
+    found = {}
+    for path in sources:
+        for number in re.findall(r"Java(?: runtime,)? (\d+) or newer", path.read_text()):
+            found.setdefault(number, []).append(path.name)
+    assert len(found) == 1, f"Java minimums differ: {found}"
+
+
+def test_dev_help_lists_every_dev_command() -> None:
+    """``./dev help`` names each command the script's ``case`` accepts."""
+    import subprocess
+
+    script = (ROOT / "dev").read_text()
+    commands = re.findall(r"^    ([a-z]+)\)", script, re.M)
+    assert "compiled" in commands and "dist" in commands
+    shown = subprocess.run([str(ROOT / "dev"), "help"], capture_output=True, text=True,
+                           timeout=30).stdout
+    listed = re.findall(r"^  \./dev ([a-z]+)", shown, re.M)
+    for command in commands:
+        if command != "help":
+            assert command in listed, f"./dev help leaves out {command}"

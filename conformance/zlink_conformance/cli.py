@@ -19,7 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .bundled import kit_version
 from .catalog import CaseError, SelectionError, load_catalogue, select
+from .helptext import plain
 from .known import KnownFailuresError, load_known_failures
 from .oracle.log import CaseLog
 from .report import (
@@ -41,8 +43,9 @@ from .runner import (
 )
 from .runner.resend import ResendError, load_resend, resend
 from .runner.suite import InvalidDurationError, check_duration
+from .shipped import add_shipped_actions
 
-__all__ = ["KIT", "Host", "configure", "main", "resend_command", "run"]
+__all__ = ["KIT", "Host", "build_parser", "configure", "main", "resend_command", "run"]
 
 
 @dataclass(frozen=True)
@@ -70,7 +73,7 @@ def configure(p: argparse.ArgumentParser, host: Host = KIT) -> None:
                else "(required)")
     sub = p.add_subparsers(dest="conformance_action", metavar="ACTION")
     run_p = sub.add_parser("run", help="run the cases against an adapter",
-                           description=run.__doc__,
+                           description=plain(run.__doc__, host.prog),
                            formatter_class=argparse.RawDescriptionHelpFormatter)
     run_p.add_argument("--adapter", metavar="CMD",
                        help="the adapter's command line, split like a POSIX shell would "
@@ -116,12 +119,13 @@ def configure(p: argparse.ArgumentParser, host: Host = KIT) -> None:
     run_p.add_argument("-v", "--verbose", action="store_true",
                        help="also print why cases were skipped")
     list_p = sub.add_parser("list", help="list the cases, their rules and capabilities",
-                            description="List the cases (after --only/--skip) and the rules.")
+                            description=plain(_LIST_DOC, host.prog),
+                            formatter_class=argparse.RawDescriptionHelpFormatter)
     _filters(list_p)
     rep_p = sub.add_parser("resend", aliases=["replay"],
                            help="send one case's recorded commands to an adapter again "
                                 "and judge the result (old name: replay)",
-                           description=resend_command.__doc__,
+                           description=plain(resend_command.__doc__, host.prog),
                            formatter_class=argparse.RawDescriptionHelpFormatter)
     rep_p.add_argument("file", type=Path, metavar="FILE",
                        help="a JSON report (--json) or one case object with 'id' and "
@@ -133,8 +137,18 @@ def configure(p: argparse.ArgumentParser, host: Host = KIT) -> None:
                        help="wall-clock bound of the run (default %(default)s)")
     rep_p.add_argument("-q", "--quiet", action="store_true",
                        help="print only the verdict, not the exchange")
+    add_shipped_actions(sub, host.prog)
     if host.extra is not None:
         host.extra(sub)
+
+
+_LIST_DOC = """List the cases (after --only/--skip) and the rules they check.
+
+      {prog} list                           every case: ID, strength, rules, capabilities
+      {prog} list --only SE-10              the cases of SE-10 and its sub-rules
+
+    Exit status 0; 2 for invalid case files or a filter that names no known case or rule.
+    """
 
 
 def _seconds(*, zero_allowed: bool = False) -> Callable[[str], float]:
@@ -167,16 +181,19 @@ def _filters(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run the conformance suite against a runtime's adapter.
 
-      zlink-conformance run --adapter "CMD"         any adapter: a command line that speaks
-                                                    the protocol on stdin/stdout
-      zlink conformance run                         (the full tool) the reference adapter
-      zlink-conformance run --only SE-10.2          cases of one rule (or a case ID; repeatable;
-                                                    SE-10 takes every SE-10.x)
-      zlink-conformance run --skip ID               leave a case or rule out (repeatable)
-      zlink-conformance run --json out.json --junit out.xml
-      zlink-conformance run --repeat 20             run 20 times, each with a fresh adapter, and
-                                                    fail unless every run gives the same verdicts
-      zlink-conformance list                        the cases: ID, strength, rules, capabilities
+      {prog} run --adapter "CMD"
+          any adapter: a command line that speaks the protocol on stdin/stdout
+      {prog} run --only SE-10.2
+          cases of one rule (or a case ID; repeatable; SE-10 takes every SE-10.x)
+      {prog} run --skip ID
+          leave a case or rule out (repeatable)
+      {prog} run --json out.json --junit out.xml --html out.html
+          the reports, besides the console
+      {prog} run --expect-fail known.toml
+          known failures as xfail; an unexpected pass fails the run
+      {prog} run --repeat 20
+          run 20 times, each with a fresh adapter, and fail unless every run gives the
+          same verdicts
 
     Each case runs its commands through one adapter process (restarted only after it crashed,
     hung or broke the protocol) and is judged on the adapter's event log; verdicts never
@@ -191,8 +208,8 @@ def run(args: argparse.Namespace) -> int:
     the stale entry; a listed case that fails counts as neither passed nor failed); 1
     otherwise or when repeated runs disagree; 2 for bad arguments, invalid case or
     known-failure files or an adapter that never completed the handshake.
-    The protocol is in specs/adapter-protocol.md, the guide for runtime authors in
-    docs/conformance.md.
+    The protocol an adapter speaks: {prog} docs protocol; the guide for runtime
+    authors: {prog} docs guide; example adapters to start from: {prog} examples.
     """
     host: Host = args.conformance_host
     prog = host.prog
@@ -297,9 +314,9 @@ def _differences(reports: list[SuiteReport]) -> list[str]:
 def resend_command(args: argparse.Namespace) -> int:
     """Send one case's recorded commands to an adapter again and judge what comes back.
 
-      zlink-conformance run --adapter "CMD" --json report.json
-      zlink-conformance resend report.json --case ID --adapter "CMD"
-      zlink-conformance resend one-case.json --adapter "CMD"
+      {prog} run --adapter "CMD" --json report.json
+      {prog} resend report.json --case ID --adapter "CMD"
+      {prog} resend one-case.json --adapter "CMD"
 
     FILE is a JSON report written by `run --json` (every case that did not pass carries the
     exact commands the runner sent, starting with reset; --case picks one, and may be left
@@ -349,7 +366,7 @@ def _adapter(args: argparse.Namespace, host: Host) -> list[str] | None:
         argv = host.default_adapter()
     else:
         print(f"{host.prog}: --adapter CMD is required (the command line of your "
-              f"runtime's adapter; see docs/conformance.md)", file=sys.stderr)
+              f"runtime's adapter; see {host.prog} docs guide)", file=sys.stderr)
         return None
     if not argv:
         print(f"{host.prog}: --adapter is empty", file=sys.stderr)
@@ -374,15 +391,31 @@ def _expected_logs(report: SuiteReport, timeout: float, host: Host) -> dict[str,
     return {r.case.id: r.log for r in again.results if r.log is not None}
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``zlink-conformance`` console script."""
+def build_parser() -> argparse.ArgumentParser:
+    """The ``zlink-conformance`` parser: the kit's actions and ``--version``."""
     parser = argparse.ArgumentParser(
         prog="zlink-conformance",
-        description="The ZLink conformance kit: run the language-neutral suite against "
-                    "your runtime's adapter process (docs/conformance.md, "
-                    "specs/adapter-protocol.md).",
+        description=plain(_MAIN_DOC, "zlink-conformance"),
         formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version",
+                        version=f"%(prog)s {kit_version()}")
     configure(parser)
+    return parser
+
+
+_MAIN_DOC = """The ZLink conformance kit: run the language-neutral suite against your runtime's
+adapter process, a program that speaks the adapter protocol on its standard streams.
+
+  {prog} run --adapter "node adapter.js"    the suite against your adapter
+  {prog} docs protocol                      the protocol your adapter speaks
+  {prog} docs guide                         the guide for runtime authors
+  {prog} examples --copy node DIR           an example adapter to start from
+"""
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``zlink-conformance`` console script."""
+    parser = build_parser()
     args = parser.parse_args(argv)
     try:
         return run(args)

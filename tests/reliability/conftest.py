@@ -10,6 +10,6 @@ import reliability_bar
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     if not reliability_bar.RESULTS:
         return
-    terminalreporter.section("reliability bar (issue 15): counts per scenario, CI size")
+    terminalreporter.section("reliability bar: counts per scenario, CI size")
     for line in reliability_bar.table(reliability_bar.RESULTS).splitlines():
         terminalreporter.write_line(line)

@@ -9,6 +9,7 @@ import time
 from types import ModuleType
 from typing import TextIO
 
+from .. import DISTRIBUTION
 from ..paths import DataError, Layout, locate
 
 __all__ = ["Progress", "layout", "require"]
@@ -33,7 +34,7 @@ def require(module: str, extra: str) -> ModuleType:
         return importlib.import_module(module)
     except ImportError:
         package = _PACKAGES.get(module, module)
-        print(f"zlink: this subcommand needs {package}: pip install 'zlink[{extra}]'",
+        print(f"zlink: this subcommand needs {package}: pip install '{DISTRIBUTION}[{extra}]'",
               file=sys.stderr)
         raise SystemExit(2) from None
 

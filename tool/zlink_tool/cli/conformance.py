@@ -16,6 +16,7 @@ from zlink_conformance.catalog import load_catalogue
 from zlink_conformance.cli import Host
 from zlink_conformance.cli import configure as configure_kit
 from zlink_conformance.cli import run as run_kit
+from zlink_conformance.helptext import plain
 from zlink_conformance.selftest import (
     MutantRow,
     kill_matrix,
@@ -52,7 +53,7 @@ def _add_extras(sub: Any) -> None:
 def _add_self_test(sub: Any) -> None:
     self_p = sub.add_parser("self-test", help="run the suite against every mutant of the "
                                               "reference runtime: the kill matrix",
-                            description=self_test.__doc__,
+                            description=plain(self_test.__doc__),
                             formatter_class=argparse.RawDescriptionHelpFormatter)
     self_p.add_argument("--mutants", type=Path, default=MUTANTS_FILE,
                         metavar="FILE", help="the mutant catalogue (default: the one "
@@ -78,8 +79,12 @@ def configure(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run the conformance suite against a runtime's adapter (default: the reference
     adapter), list the cases, replay one, or run the self-test (see each action's
-    --help). The kit alone installs as ``zlink-conformance``; docs/conformance.md is the
-    guide for runtime authors, specs/adapter-protocol.md the protocol.
+    --help). The kit alone installs as ``zlink-conformance``; ``{prog} docs guide``
+    prints the guide for runtime authors, ``{prog} docs protocol`` the protocol.
+
+      {prog} run                      the suite against the reference adapter
+      {prog} run --adapter "CMD"      ... against any adapter
+      {prog} self-test                ... against every mutant of the reference
 
     ``run --tlc`` gives every case that did not pass a second judge: TLC walks its
     transcript, queue by queue, through SerialQueue.tla (``tlc_judge``). Exit status as

@@ -4,9 +4,13 @@ registers itself in ``COMMANDS``; ``zlink --help`` lists them."""
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import sys
 from collections.abc import Callable, Sequence
 
+from zlink_conformance.helptext import plain, summary
+
+from .. import DISTRIBUTION
 from . import conformance, models, policy, rules, trace, verify
 
 Command = tuple[str, Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]
@@ -27,17 +31,27 @@ def build_parser() -> argparse.ArgumentParser:
         prog="zlink",
         description=(
             "Reference runtime, models and conformance kit for ZLink serial executors. "
-            "`zlink verify` is the main job: it runs every check and prints one summary."
+            "zlink verify is the main job: it runs every check and prints one summary."
         ),
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, configure, handler in COMMANDS:
-        doc = (handler.__doc__ or "").strip().splitlines()
-        p = sub.add_parser(name, help=doc[0] if doc else name, description=handler.__doc__,
+        prog = f"zlink {name}"
+        p = sub.add_parser(name, help=summary(handler.__doc__, prog) or name,
+                           description=plain(handler.__doc__, prog),
                            formatter_class=argparse.RawDescriptionHelpFormatter)
         configure(p)
         p.set_defaults(handler=handler)
     return parser
+
+
+def _version() -> str:
+    """The installed tool's version (``unknown`` when run from a bare source tree)."""
+    try:
+        return importlib.metadata.version(DISTRIBUTION)
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -32,6 +32,8 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
+from zlink_conformance.helptext import plain
+
 from ..tla.counterexample import (
     Counterexample,
     InvariantInfo,
@@ -66,12 +68,23 @@ from ._common import layout
 __all__ = ["configure", "run"]
 
 
+_LIST_DOC = """List the runs of the manifest and what each must show.
+
+      zlink models list                           every run: name, verdict, pinned states
+      zlink models list --manifest FILE           the runs of another manifest
+
+    Exit status 0; 2 for a manifest that cannot be read or is not valid.
+    """
+
+
 def configure(p: argparse.ArgumentParser) -> None:
     """Register ``check`` and ``list`` under ``zlink models``."""
     p.add_argument("--manifest", type=Path, metavar="FILE",
                    help="the manifest to use (default: models/manifest.json of the checkout)")
     sub = p.add_subparsers(dest="models_action", metavar="ACTION")
-    check = sub.add_parser("check", help="run TLC on the manifest's runs and compare")
+    check = sub.add_parser("check", help="run TLC on the manifest's runs and compare",
+                           description=plain(__doc__),
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
     check.add_argument("--profile", default="ci", metavar="NAME",
                        help="which runs: ci (the manifest's runs, pinned; default), deep "
                             "(larger bounds, long), simulate (TLC's random simulation)")
@@ -100,14 +113,20 @@ def configure(p: argparse.ArgumentParser) -> None:
                             "for the ci profile, a day for the others)")
     check.add_argument("-v", "--verbose", action="store_true",
                        help="print TLC's full output of every run that does not pass")
-    sub.add_parser("list", help="list the runs and their expected verdicts")
+    sub.add_parser("list", help="list the runs and their expected verdicts",
+                   description=plain(_LIST_DOC),
+                   formatter_class=argparse.RawDescriptionHelpFormatter)
     serve = sub.add_parser(
         "serve", help="run one run on TLC's distributed server; workers join over RMI",
         description="Start TLC's own distributed server (tlc2.tool.distributed.TLCServer) "
                     "on one run of the manifest and wait until the search ends. Workers "
-                    "join with `zlink models work HOST` from any machine that reaches "
+                    "join with zlink models work HOST from any machine that reaches "
                     "this one; --local-workers starts some here. The verdict and the "
-                    "distinct-state count are held to the manifest.")
+                    "distinct-state count are held to the manifest.\n\n"
+                    "  zlink models serve SerialQueue                  workers join from "
+                    "elsewhere\n"
+                    "  zlink models serve SerialQueue --local-workers 2\n",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     serve.add_argument("run", metavar="NAME", help="the run of the manifest")
     serve.add_argument("--port", type=int, default=DEFAULT_PORT,
                        help="the RMI registry's port (default %(default)s, TLC's)")
@@ -123,7 +142,10 @@ def configure(p: argparse.ArgumentParser) -> None:
     work = sub.add_parser(
         "work", help="run TLC workers for a distributed server (zlink models serve)",
         description="Start TLC's own workers (tlc2.tool.distributed.TLCWorker) for the "
-                    "server at HOST; they fetch the model from it and stop when it is done.")
+                    "server at HOST; they fetch the model from it and stop when it is "
+                    "done.\n\n"
+                    "  zlink models work server.example --count 2 --threads 4\n",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     work.add_argument("host", metavar="HOST", help="the server's address")
     work.add_argument("--port", type=int, default=DEFAULT_PORT,
                       help="the server's RMI registry port (default %(default)s)")

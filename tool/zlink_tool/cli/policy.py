@@ -20,6 +20,7 @@ import json
 import sys
 from pathlib import Path
 
+from zlink_conformance.helptext import plain
 from zlink_model.policy import PolicyInputError, load_policy
 
 from ._common import require
@@ -30,7 +31,9 @@ __all__ = ["configure", "run"]
 def configure(p: argparse.ArgumentParser) -> None:
     """Register ``check`` under ``zlink policy``."""
     sub = p.add_subparsers(dest="policy_action", metavar="ACTION")
-    check = sub.add_parser("check", help="prove or refute a policy's properties with z3")
+    check = sub.add_parser("check", help="prove or refute a policy's properties with z3",
+                           description=plain(__doc__),
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
     check.add_argument("policy_file", nargs="?", type=Path, metavar="POLICY_FILE",
                        help="JSON or TOML file of ZLinkExecutionLanePolicy fields "
                             "(default: the default policy)")

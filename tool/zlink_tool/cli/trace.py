@@ -46,6 +46,7 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
+from zlink_conformance.helptext import plain
 from zlink_conformance.oracle.model import replay_entries
 from zlink_model.invariants import INVARIANTS
 from zlink_model.policy import PolicyInputError, ZLinkExecutionLanePolicy, load_policy
@@ -78,7 +79,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     sub = p.add_subparsers(dest="trace_action", metavar="ACTION")
     check = sub.add_parser(
         "check", help="check a recorded log with the Python model (and TLC with --tlc)",
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+        description=plain(__doc__), formatter_class=argparse.RawDescriptionHelpFormatter)
     check.add_argument("log", type=Path, metavar="LOG.jsonl",
                        help="the event log, JSON Lines in the trace format")
     check.add_argument("--policy", action="append", metavar="[PATTERN=]FILE",
@@ -95,7 +96,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     check.add_argument("--no-yield", action="append", default=[], metavar="NAME",
                        help="this queue's owner offers no Yield (an Entry Spot); repeatable")
     check.add_argument("--units-per-ms", type=float, default=1.0, metavar="N",
-                       help="clock units per millisecond of the log's `now` fields "
+                       help="clock units per millisecond of the log's 'now' fields "
                             "(default 1: milliseconds)")
     check.add_argument("--models", type=Path, metavar="DIR",
                        help="the folder holding SerialQueue.tla (default: models/ of the "

@@ -126,6 +126,13 @@ def run(args: argparse.Namespace) -> int:
 
     Steps: models, rules, policy, symbolic, properties, conformance, self-test, mutants,
     tests, types, lint (`zlink verify --list`). A failing step names the rules involved.
+
+      zlink verify                       every step, one summary table
+      zlink verify --fast                a quick subset of each step
+      zlink verify --only models --only rules
+
+    Exit status: 0 every step passed, 1 a step failed, 2 outside a checkout or for an
+    unknown step.
     """
     where = layout()
     if not where.checkout:

