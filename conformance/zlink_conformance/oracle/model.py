@@ -24,7 +24,9 @@ event                  transition(s) in the model
                        its Actor queue (claim free, FIFO) and ``transfer`` onto the Spot
                        queue (SE-4.5)
 ``yielded``            ``yield_turn`` (the work must hold the turn; Entry Spots have no
-                       Yield); its call must still be pending
+                       Yield); its call must still be pending (a yield before the
+                       reply to the ``complete``/``fail`` that settles it may have come
+                       first: the runtime progresses while the adapter handles a command)
 ``resumed``            ``requeue`` (only once the call was settled, or a disposal cut it
                        short) and then ``take_next`` giving the turn to the resume permit
 ``finished``/``failed``  ``finish``; a SpotWide Actor work also ends its Actor's claim
@@ -215,7 +217,11 @@ class _Shared:
         self.policies: dict[str, dict[str, ZLinkExecutionLanePolicy]] = {}
         self.configs: dict[str, QueueConfig] = {}
         self.works: dict[str, Submission] = {}
-        self.settled_calls: set[str] = set()
+        self.settled_calls: set[str] = set()  # complete/fail sent: may have happened
+        # complete/fail answered: done for sure. An event before the reply may come from
+        # before the call was settled (an adapter's runtime progresses while it handles
+        # a command), so only these make a yield on the call illegal.
+        self.done_calls: set[str] = set()
         self.closed: set[str] = set()  # targets closed to new work
         self.not_safely: set[str] = set()
         self.ending = False  # runtime_end was sent: zombies may be cancelled
@@ -349,6 +355,7 @@ class _Replay:
             illegal=(ZLinkProtocolError, ZLinkRejectedError, _ProblemError),
             max_worlds=MAX_WORLDS)
         self.last_command: str | None = None
+        self.settling: str | None = None  # the call of a complete/fail not answered yet
 
     @property
     def worlds(self) -> list[_World]:
@@ -358,6 +365,7 @@ class _Replay:
     def command(self, msg: Mapping[str, Any]) -> None:
         name = msg.get("cmd")
         self.last_command = name if isinstance(name, str) else None
+        self.settling = None
         sh = self.shared
         if name == "reset":
             self.shared = _Shared()
@@ -372,6 +380,7 @@ class _Replay:
                     self._submission(sub)
         elif name in ("complete", "fail"):
             sh.settled_calls.add(str(msg.get("call")))
+            self.settling = str(msg.get("call"))
         elif name == "close":
             target = str(msg.get("target"))
             sh.closed.add(target)
@@ -511,6 +520,9 @@ class _Replay:
                 if racing:
                     problem = self._raced(racing)
                     racing = [] if "re" not in msg else None
+                if "re" in msg and self.settling is not None:
+                    self.shared.done_calls.add(self.settling)
+                    self.settling = None
                 if problem is None and "event" in msg:
                     problem = self.event(pos, msg)
                 elif problem is None and "re" in msg and self.last_command == "settle" \
@@ -624,7 +636,7 @@ class _Replay:
         elif name == "yielded":
             rec = self._holder(world, info, "yielded")
             call = str(msg.get("call"))
-            if call in sh.settled_calls:
+            if call in sh.done_calls:
                 raise _ProblemError("SE-6.7", None, f"{work} yielded on {call}, which was already "
                                                f"settled: a call already done returns at once")
             core = world.cores[info.route.run]
