@@ -55,7 +55,13 @@ def signature(result: CaseResult) -> tuple[str, str | None] | None:
         found = _LABEL.search(message)
         if found:
             return found.group(2), found.group(1)
-    return ("error", None) if result.status == "error" else ("unnamed", None)
+    if result.status != "error":
+        return "unnamed", None
+    text = " ".join(result.messages)
+    for word, what in (("refused it", "refused"), ("hung", "hung"), ("crash", "crashed")):
+        if word in text:
+            return what, None
+    return "error", None
 
 
 @dataclasses.dataclass(slots=True)

@@ -201,7 +201,8 @@ class _Draw:
             sub["actor_id"] = self.rng.choice(self.actor_ids)
         if entry == "execute_timer":
             sub["timer_name"] = self.rng.choice(self.timer_names)
-        if entry in PAYLOAD_ENTRIES and self.rng.random() < 0.6:
+        if entry == "enqueue_with_payload_bytes" or (
+                entry in PAYLOAD_ENTRIES and self.rng.random() < 0.6):
             sub["payload_bytes"] = self.rng.choice((0, 1, 16, 64, 100, 250))
         self.works[work] = name
         sub["script"] = self.script(kind, depth, name)
