@@ -246,7 +246,8 @@ class _Shared:
 class _World:
     """One possible state of every queue of the case."""
 
-    __slots__ = ("cores", "finals", "owner_of", "recs", "steps", "to_cancel", "turns")
+    __slots__ = ("cores", "ending", "finals", "owner_of", "recs", "steps", "to_cancel",
+                 "turns")
 
     def __init__(self) -> None:
         self.cores: dict[str, QueueCore[_Rec]] = {}
@@ -255,6 +256,9 @@ class _World:
         self.turns: dict[str, _Rec] = {}  # SpotWide Actor work -> its turn on the Spot queue
         self.finals: dict[str, _Rec] = {}  # session final work accepted, not yet placed
         self.to_cancel: set[tuple[str, str]] = set()  # (core, work) the model cancelled
+        # SpotWide Actor work whose turn on the Spot queue ended, and the outcome its
+        # Actor queue's record (the claim) ends with, at a moment no event reports.
+        self.ending: dict[str, int] = {}
         self.steps = 0
 
     # ---------------------------------------------------------------- copying
@@ -276,6 +280,7 @@ class _World:
         new.turns = {k: rec(v) for k, v in self.turns.items()}
         new.finals = {k: rec(v) for k, v in self.finals.items()}
         new.to_cancel = set(self.to_cancel)
+        new.ending = dict(self.ending)
         new.steps = self.steps
         return new
 
@@ -296,6 +301,7 @@ class _World:
         parts.append(tuple(sorted(self.turns)))
         parts.append(tuple(sorted(self.finals)))
         parts.append(tuple(sorted(self.to_cancel)))
+        parts.append(tuple(sorted(self.ending.items())))
         return tuple(parts)
 
     # ----------------------------------------------------------------- queues
@@ -319,6 +325,16 @@ def _line_of(core: QueueCore[_Rec], rec: _Rec) -> Source | None:
         if any(r.name == rec.name for r in core.line(source)):
             return source
     return None
+
+
+def _next_is_resume(core: QueueCore[_Rec]) -> bool:
+    """The core's next take would give the turn to a resume permit."""
+    if not any(r.phase == REQUEUED for s in (Source.LIFECYCLE, Source.APPLICATION)
+               for r in core.line(s)):
+        return False
+    probe = core.copy()
+    names = {r.name for s in Source for r in probe.line(s) if r.phase == REQUEUED}
+    return _take(probe).name in names
 
 
 def _take(core: QueueCore[_Rec], later: Sequence[_Rec] = ()) -> _Rec:
@@ -457,6 +473,12 @@ class _Replay:
                     out.append(("requeue", work))
             if not forced_only and core.mode == MODE_TIMEOUT:
                 out.append(("expire", name))
+            if not forced_only and core.current is None and _next_is_resume(core):
+                # The drain gives a resume permit the turn before the work's code runs
+                # on and reports ``resumed``: an admission may come in between, and the
+                # take (its lifecycle streak) was as it was before it.
+                out.append(("resume", name))
+        out += [("end_claim", work) for work in world.ending]
         for work in world.finals:
             info = sh.works[work]
             session = world.cores.get(info.route.admit)
@@ -479,6 +501,13 @@ class _Replay:
             rec = self._turn_rec(world, what)
             core = world.cores[sh.works[what].route.run]
             core.requeue(rec)
+        elif kind == "resume":
+            _take(world.cores[what])
+        elif kind == "end_claim":
+            outcome = world.ending.pop(what)
+            actor = world.cores[sh.works[what].route.admit]
+            actor.finish(world.recs[what], outcome)
+            _leave(actor)
         elif kind == "expire":
             core = world.cores[what]
             ended, _live = core.expire_timeout()
@@ -733,8 +762,10 @@ class _Replay:
         if actor.current is not rec:
             raise _ProblemError("SE-4.6", "YieldedActorKeepsClaim",
                            f"{info.work} ended without holding its Actor's claim on {actor.name}")
-        actor.finish(rec, outcome)
-        _leave(actor)
+        # The Actor queue's turn ends once it sees the execution turn end: an internal
+        # step (forced before a settle answers), so an admission to the Actor queue may
+        # still find the work's reservation there just after its ``finished``.
+        world.ending[info.work] = outcome
 
     def _started(self, world: _World, info: Submission, *, resume: bool) -> None:
         sh = self.shared
@@ -747,6 +778,8 @@ class _Replay:
             raise self._not_moved(world, info)
         rec = self._turn_rec(world, work)
         core = world.core(sh, info.route.run, info.target.name)
+        if resume and core.current is rec and rec.resumes:
+            return  # its resume permit got the turn unseen (the hidden step "resume")
         if resume and rec.phase == SUSPENDED:
             call = self._call_of.get(work, "its call")
             raise _ProblemError("SE-6.7", "NoResumeWithoutRequeue",
