@@ -90,6 +90,8 @@ def main() -> int:
     p.add_argument("--budget", type=float, default=120.0, help="explore's budget a row (s)")
     p.add_argument("--only", action="append", default=[], help="a mutant or bug name")
     p.add_argument("--no-examples", action="store_true", help="the reference's mutants only")
+    p.add_argument("--new-only", action="store_true",
+                   help="only the mutants of explore_mutants.py (and the examples' bugs)")
     args = p.parse_args()
     catalogue = load_catalogue()
     rows: list[str] = ["| runtime: mutant or bug | breaks | fixed suite | explore | "
@@ -106,12 +108,22 @@ def main() -> int:
 
     argv = reference_adapter_command()
     for name, mutant in load_mutants(MUTANTS_FILE).items():
-        if args.only and name not in args.only:
+        if args.new_only or (args.only and name not in args.only):
             continue
         env = {"ZLINK_ADAPTER_PRELOAD": str(PRELOAD_FILE), "ZLINK_MUTANT_NAME": name}
         fixed = run_mutant(name, mutant.rule, mutant.invariant, catalogue.cases, argv,
                            PRELOAD_FILE)
         emit("reference", name, mutant.rule, fixed.verdict,
+             explore_row(argv, env, mutant.rule, args.budget))
+    from zlink_reference_adapter import explore_mutants
+
+    for name, mutant in explore_mutants.CATALOGUE.items():
+        if args.only and name not in args.only:
+            continue
+        env = {"ZLINK_ADAPTER_PRELOAD": str(PRELOAD_FILE), "ZLINK_MUTANT_NAME": name}
+        fixed = run_mutant(name, mutant.rule, mutant.invariant, catalogue.cases, argv,
+                           PRELOAD_FILE)
+        emit("reference, new", name, mutant.rule, fixed.verdict,
              explore_row(argv, env, mutant.rule, args.budget))
     if not args.no_examples:
         for name, rule in NODE_BUGS.items():

@@ -27,7 +27,7 @@ from zlink_conformance.oracle.model import check_model
 from zlink_conformance.protocol.wire import CAPABILITIES, Event, Reply
 from zlink_conformance.runner import Runner
 from zlink_conformance.selftest import rule_matches
-from zlink_reference_adapter import PRELOAD_FILE, reference_adapter_command
+from zlink_reference_adapter import PRELOAD_FILE, explore_mutants, reference_adapter_command
 
 from kit_helpers import child_env
 
@@ -237,3 +237,39 @@ def test_SE_10_14_an_invalid_found_directory_is_refused(tmp_path: Path) -> None:
     (tmp_path / "found_SE_6_6_x_s1_n2.json").write_text("{}", encoding="utf-8")
     with pytest.raises(CaseError):
         load_catalogue(tmp_path)
+
+
+# ------------------------------------------------- mutants only explore kills
+def _explore_kills(name: str, runs: int) -> tuple[str, str | None, int]:
+    config = ExploreConfig(reference_adapter_command(), seed=1, runs=runs,
+                           out=None, env=_mutant_env(name), repeat=2)
+    report = explore(config, say=lambda line: None)
+    confirmed = [f for f in report.findings if not f.flaky]
+    assert confirmed, f"{name}: explore found nothing in {runs} scenarios"
+    f = confirmed[0]
+    return f.rule, f.invariant, len((f.shrunk or f.scenario).steps())
+
+
+def _suite_failures(name: str) -> list[str]:
+    with Runner(reference_adapter_command(), env=_mutant_env(name)) as runner:
+        report = runner.run(load_catalogue().cases)
+    return [r.case.id for r in report.results if r.status in ("failed", "error")]
+
+
+def test_SE_6_6_explore_kills_a_mutant_the_fixed_suite_misses() -> None:
+    """``nested_jumps_the_line`` (explore_mutants): a nested application submission
+    jumps a line of two or more. No fixed case fails it; explore does, on FIFO."""
+    assert _suite_failures("nested_jumps_the_line") == []
+    rule, invariant, steps = _explore_kills("nested_jumps_the_line", 600)
+    assert (rule, invariant) == ("SE-6.6", "FifoWithinLane")
+    assert steps <= 12
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(explore_mutants.CATALOGUE))
+def test_SE_10_14_every_mutant_the_fixed_suite_misses_explore_kills(name: str) -> None:
+    """Each mutant of ``explore_mutants``: the fixed suite fails no case, explore (seed
+    1) finds it within 3,000 scenarios and shrinks it."""
+    assert _suite_failures(name) == []
+    rule, _invariant, steps = _explore_kills(name, 3000)
+    assert rule and steps <= 20

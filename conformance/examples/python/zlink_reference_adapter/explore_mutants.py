@@ -15,11 +15,9 @@ from typing import Any
 
 from zlink_model import queue as core_queue
 from zlink_model import rules
-from zlink_model.errors import RejectReason, ZLinkRejectedError
 from zlink_model.queue import QueueCore, WorkRecord
 from zlink_model.rules import LIFECYCLE_LANE
-
-from .mutants import Mutant
+from zlink_reference_adapter.mutants import Mutant
 
 CATALOGUE: dict[str, Mutant] = {}
 
@@ -55,102 +53,6 @@ def _failed_work_keeps_bytes() -> None:
                 self.app_bytes += rec.nbytes
 
     QueueCore.finish = patched  # type: ignore[method-assign]
-
-
-@mutant("yield_releases_reservation", "D-2", "CapacityRespected",
-        "a yielded work gives its reservation back while it waits, and takes it again "
-        "when it resumes")
-def _yield_releases_reservation() -> None:
-    yield_turn = QueueCore.yield_turn
-    requeue = QueueCore.requeue
-
-    def patched_yield(self: QueueCore[Any], rec: WorkRecord) -> None:
-        yield_turn(self, rec)
-        if rec.lane == LIFECYCLE_LANE:
-            self.life_count -= 1
-            self.life_bytes -= rec.nbytes
-        else:
-            self.app_count -= 1
-            self.app_bytes -= rec.nbytes
-
-    def patched_requeue(self: QueueCore[Any], rec: WorkRecord) -> bool:
-        if rec.lane == LIFECYCLE_LANE:
-            self.life_count += 1
-            self.life_bytes += rec.nbytes
-        else:
-            self.app_count += 1
-            self.app_bytes += rec.nbytes
-        return requeue(self, rec)
-
-    QueueCore.yield_turn = patched_yield  # type: ignore[method-assign]
-    QueueCore.requeue = patched_requeue  # type: ignore[method-assign]
-
-
-@mutant("lifecycle_counts_application_work", "SE-5.1", "CapacityRespected",
-        "the lifecycle lane refuses work while the application lane is full by count")
-def _lifecycle_counts_application_work() -> None:
-    place = QueueCore._place
-
-    def patched(self: QueueCore[Any], rec: WorkRecord, lane: int, nbytes: int,
-                barrier: bool, judged: bool) -> bool:
-        if judged and lane == LIFECYCLE_LANE and not self.closed \
-                and self.app_count >= self.config.app_count_cap:
-            raise ZLinkRejectedError(RejectReason.LIFECYCLE_COUNT, self.name)
-        return place(self, rec, lane, nbytes, barrier, judged)
-
-    QueueCore._place = patched  # type: ignore[method-assign]
-
-
-@mutant("fifo_third_first", "SE-6.6", "FifoWithinLane",
-        "when three or more application works wait, the third is taken first")
-def _fifo_third_first() -> None:
-    take = QueueCore.take_next
-    step = QueueCore.next_step
-
-    def rotate(self: QueueCore[Any]) -> None:
-        app = self.app
-        if app is not None and len(app) >= 3:
-            app[0], app[2] = app[2], app[0]
-
-    def patched_take(self: QueueCore[Any], now: float) -> Any:
-        rotate(self)
-        return take(self, now)
-
-    def patched_step(self: QueueCore[Any], now: float, prev: Any = None, outcome: int = 0) -> Any:
-        if prev is not None:
-            self.finish(prev, outcome)
-        rotate(self)
-        return step(self, now)
-
-    QueueCore.take_next = patched_take  # type: ignore[method-assign]
-    QueueCore.next_step = patched_step  # type: ignore[method-assign]
-
-
-@mutant("barrier_behind_lifecycle", "SE-6.2", "FifoWithinLane",
-        "a barrier-next work waits behind the lifecycle lane instead of coming first")
-def _barrier_behind_lifecycle() -> None:
-    original = rules.select_next
-
-    def patched(barrier: int, life: int, app: int, streak: int, limit: int) -> Any:
-        if barrier and life:
-            return rules.Source.LIFECYCLE, 0
-        return original(barrier, life, app, streak, limit)
-
-    setattr(core_queue, "select_next", patched)  # noqa: B010 (a patch, not a set)
-
-
-@mutant("payload_ignored_without_fixed_cost", "SE-5.3", "CapacityRespected",
-        "with a fixed work cost of 0 a work reserves nothing for its payload")
-def _payload_ignored_without_fixed_cost() -> None:
-    admit = QueueCore.admit
-
-    def patched(self: QueueCore[Any], rec: WorkRecord, lane: int = 0,
-                payload_bytes: int = 0, barrier: bool = False) -> bool:
-        if self.config.policy.fixed_work_byte_cost == 0:
-            payload_bytes = 0
-        return admit(self, rec, lane, payload_bytes, barrier)
-
-    QueueCore.admit = patched  # type: ignore[method-assign]
 
 
 @mutant("rejection_leaks_a_slot", "SE-6.3", "CapacityRespected",
@@ -206,23 +108,6 @@ def _resume_jumps_the_line() -> None:
     QueueCore.requeue = patched  # type: ignore[method-assign]
 
 
-@mutant("streak_survives_application_turn", "SE-6.1", "LifecycleBurstBounded",
-        "an application turn taken by the drain's fast path does not reset the lifecycle "
-        "streak")
-def _streak_survives_application_turn() -> None:
-    step = QueueCore.next_step
-
-    def patched(self: QueueCore[Any], now: float, prev: Any = None, outcome: int = 0) -> Any:
-        streak = self.streak
-        got = step(self, now, prev, outcome)
-        if got is not None and getattr(got, "lane", None) != LIFECYCLE_LANE \
-                and not getattr(got, "barrier", False):
-            self.streak = streak  # bug: the reset of the fast path is lost
-        return got
-
-    QueueCore.next_step = patched  # type: ignore[method-assign]
-
-
 @mutant("session_final_passes_a_yielded_work", "D-12", "EveryAcceptedWorkEndsOnce",
         "a session's final work is placed at once when no work holds the turn and none is "
         "queued, although a yielded work has not ended")
@@ -246,3 +131,120 @@ def _session_final_passes_a_yielded_work() -> None:
 
     session.ZLinkSessionSerialExecutor.execute_final = patched_execute  # type: ignore[method-assign]
     session.ZLinkSessionSerialExecutor._place_final = patched_place  # type: ignore[method-assign]
+
+
+@mutant("resumed_lifecycle_ignores_burst", "SE-6.1", "LifecycleBurstBounded",
+        "a yielded lifecycle work's resume permit is taken whatever the streak, as if it "
+        "were not lifecycle work waiting")
+def _resumed_lifecycle_ignores_burst() -> None:
+    def patched(self: QueueCore[Any], now: float) -> Any:
+        life = self.life
+        if life and life[0].phase == core_queue.REQUEUED and not self.barrier \
+                and self.app and self.streak >= self.config.burst_limit:
+            self.streak = 0  # bug: the permit is served as if the streak were fresh
+        return take(self, now)
+
+    take = QueueCore._take_next
+    QueueCore._take_next = patched  # type: ignore[method-assign]
+
+
+@mutant("nested_jumps_the_line", "SE-6.6", "FifoWithinLane",
+        "an application work submitted from inside a turn of the same queue goes to the "
+        "head of its lane when two or more works already wait there")
+def _nested_jumps_the_line() -> None:
+    from zlink_reference._shell import queue as shell_queue
+
+    place = QueueCore._place
+
+    def patched(self: QueueCore[Any], rec: WorkRecord, lane: int, nbytes: int,
+                barrier: bool, judged: bool) -> bool:
+        line = self.life if lane == LIFECYCLE_LANE else self.app
+        crowded = lane != LIFECYCLE_LANE and line is not None and len(line) >= 2 \
+            and not barrier
+        wake = place(self, rec, lane, nbytes, barrier, judged)
+        holder = shell_queue._sync_current
+        nested = holder is not None and holder is self.turn_holder
+        line = self.life if lane == LIFECYCLE_LANE else self.app
+        if judged and crowded and nested and line is not None and line[-1] is rec:
+            line.pop()
+            line.appendleft(rec)
+        return wake
+
+    QueueCore._place = patched  # type: ignore[method-assign]
+
+
+@mutant("yield_leaks_bytes", "D-2", "CapacityRespected",
+        "a resume permit reserves the work's bytes a second time, and only one "
+        "reservation is given back at the end")
+def _yield_leaks_bytes() -> None:
+    requeue = QueueCore.requeue
+
+    def patched(self: QueueCore[Any], rec: WorkRecord) -> bool:
+        if rec.lane == LIFECYCLE_LANE:
+            self.life_bytes += rec.nbytes
+        else:
+            self.app_bytes += rec.nbytes
+        return requeue(self, rec)
+
+    QueueCore.requeue = patched  # type: ignore[method-assign]
+
+
+@mutant("failed_call_resumes_in_application_lane", "SE-6.7", "FifoWithinLane",
+        "a lifecycle work whose external call failed queues its resume permit in the "
+        "application lane")
+def _failed_call_resumes_in_application_lane() -> None:
+    import asyncio
+
+    from zlink_reference._shell.queue import ZLinkSerialExecutionQueue
+
+    original = ZLinkSerialExecutionQueue._yield
+    requeue = QueueCore.requeue
+    failing: set[int] = set()
+
+    async def patched_yield(self: Any, rec: Any, awaitable: Any) -> Any:
+        fut = asyncio.ensure_future(awaitable)
+
+        def note(f: asyncio.Future[Any]) -> None:
+            if not f.cancelled() and f.exception() is not None:
+                failing.add(id(rec))
+
+        fut.add_done_callback(note)
+        return await original(self, rec, fut)
+
+    def patched_requeue(self: QueueCore[Any], rec: WorkRecord) -> bool:
+        if id(rec) in failing and rec.lane == LIFECYCLE_LANE:
+            failing.discard(id(rec))
+            rec.lane = core_queue.APPLICATION_LANE  # bug: the lane of a plain work
+            self.life_count -= 1
+            self.life_bytes -= rec.nbytes
+            self.app_count += 1
+            self.app_bytes += rec.nbytes
+        return requeue(self, rec)
+
+    ZLinkSerialExecutionQueue._yield = patched_yield  # type: ignore[method-assign]
+    QueueCore.requeue = patched_requeue  # type: ignore[method-assign]
+
+
+@mutant("timer_queue_third_first", "SE-10.5", "FifoWithinLane",
+        "a PerActor timer queue with three or more ticks waiting runs the third first")
+def _timer_queue_third_first() -> None:
+    take = QueueCore.take_next
+    step = QueueCore.next_step
+
+    def rotate(self: QueueCore[Any]) -> None:
+        app = self.app
+        if "/timer:" in self.name and app is not None and len(app) >= 3:
+            app[0], app[2] = app[2], app[0]
+
+    def patched_take(self: QueueCore[Any], now: float) -> Any:
+        rotate(self)
+        return take(self, now)
+
+    def patched_step(self: QueueCore[Any], now: float, prev: Any = None, outcome: int = 0) -> Any:
+        if prev is not None:
+            self.finish(prev, outcome)
+        rotate(self)
+        return step(self, now)
+
+    QueueCore.take_next = patched_take  # type: ignore[method-assign]
+    QueueCore.next_step = patched_step  # type: ignore[method-assign]
