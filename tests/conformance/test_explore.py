@@ -221,13 +221,15 @@ def test_SE_10_14_explore_on_the_command_line(tmp_path: Path,
     argv = " ".join(reference_adapter_command())
     report = tmp_path / "explore.json"
     code = kit_main(["explore", "--adapter", argv, "--runs", "30", "--seed", "4",
-                     "--json", str(report), "--out", str(tmp_path / "found")])
+                     "--json", str(report), "--out", str(tmp_path / "found"),
+                     "--junit", str(tmp_path / "explore.xml")])
     out = capsys.readouterr().out
     assert code == 0, out
     assert "explore verdict: PASS" in out and "per second" in out
     assert "model transitions:" in out and "wire events:" in out
     data = json.loads(report.read_text(encoding="utf-8"))
     assert data["scenarios"] == 30 and data["verdict"] == "PASS"
+    assert 'tests="0"' in (tmp_path / "explore.xml").read_text(encoding="utf-8")
     with pytest.raises(SystemExit) as bad:
         kit_main(["explore", "--adapter", argv, "--budget", "soon"])
     assert bad.value.code == 2

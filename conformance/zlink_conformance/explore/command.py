@@ -10,7 +10,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..report import write_junit
 from ..report.console import ConsoleReporter, put
+from ..report.html import write_html
 from ..report.text import display
 from ..runner import DEFAULT_TIMEOUT, SuiteAbortedError
 from .engine import ExploreConfig, ExploreReport, explore
@@ -94,6 +96,11 @@ def add_parser(sub: Any, default: str) -> argparse.ArgumentParser:
     p.add_argument("--json", type=Path, metavar="FILE",
                    help="write the whole report as JSON: verdict, counts, failures with "
                         "their commands, coverage")
+    p.add_argument("--junit", type=Path, metavar="FILE",
+                   help="write the failures as JUnit XML (one test each, its shrunk case)")
+    p.add_argument("--html", type=Path, metavar="FILE",
+                   help="write the failures as run's HTML report (timelines of each "
+                        "shrunk case)")
     p.add_argument("-q", "--quiet", action="store_true",
                    help="no progress lines; the failures, coverage and verdict only")
     return p
@@ -158,6 +165,12 @@ def explore_command(args: argparse.Namespace, argv: list[str] | None) -> int:
     if args.json is not None:
         args.json.write_text(json.dumps(report.to_json(), indent=1) + "\n", encoding="utf-8")
         print(f"wrote {args.json}")
+    if args.junit is not None:
+        write_junit(report.suite_report(), args.junit)
+        print(f"wrote {args.junit}")
+    if args.html is not None:
+        write_html(report.suite_report(), args.html)
+        print(f"wrote {args.html}")
     return 0 if report.verdict == "PASS" else 1
 
 

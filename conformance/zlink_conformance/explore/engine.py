@@ -29,7 +29,8 @@ from typing import Any
 
 from ..catalog import Case, load_catalogue, needed_capabilities
 from ..protocol.wire import POLICY_FIELDS
-from ..runner import CaseResult, Runner
+from ..runner import CaseResult, Runner, SuiteReport
+from ..runner.process import Handshake
 from .coverage import Coverage
 from .generate import Declared, RandomStrategy
 from .scenario import GENERATED_RULE, Scenario, case_id
@@ -141,6 +142,13 @@ class ExploreReport:
     findings: list[Finding] = dataclasses.field(default_factory=list)
     coverage: Coverage = dataclasses.field(default_factory=Coverage)
     run_seconds: float = 0.0  # time in scenarios run for the search (not re-runs, shrinks)
+    handshake: Handshake | None = None
+
+    def suite_report(self) -> SuiteReport:
+        """The failures as a run's report (one case each: its shrunk case, else the
+        scenario), for the JUnit and HTML writers of ``run``."""
+        results = [f.shrunk_result or f.result for f in self.findings]
+        return SuiteReport(list(self.config.argv), self.handshake, results, self.seconds)
 
     @property
     def per_second(self) -> float:
@@ -185,7 +193,7 @@ def explore(config: ExploreConfig, say: Say = print) -> ExploreReport:
         hs = runner.start()
         caps = list(hs.capabilities)
         declared = Declared.of(caps, hs.reply.get("surface"))
-        report = ExploreReport(config, hs.name, caps)
+        report = ExploreReport(config, hs.name, caps, handshake=hs)
         strategy = RandomStrategy(declared, config.seed, config.max_steps)
         say(f"explore: {hs.name}, strategy {strategy.name}, seed {config.seed}, "
             f"{_limit(config)}, at most {config.max_steps} steps a scenario")
