@@ -372,6 +372,7 @@ class _Replay:
             max_worlds=MAX_WORLDS)
         self.last_command: str | None = None
         self.settling: str | None = None  # the call of a complete/fail not answered yet
+        self._closing: set[str] = set()
 
     @property
     def worlds(self) -> list[_World]:
@@ -529,6 +530,7 @@ class _Replay:
 
     # --------------------------------------------------------------- events
     _call_of: dict[str, str]
+    _closing: set[str]  # targets the event being applied closes (a final work)
 
     def run(self) -> ModelVerdict:
         self._call_of = {}
@@ -621,7 +623,9 @@ class _Replay:
             self.shared.accepted_at[work] = pos
         if name == "yielded":
             self._call_of[work] = str(msg.get("call"))
+        self._closing = set()
         failures = self.engine.advance(partial(self._apply, name=str(name), info=info, msg=msg))
+        self.shared.closed |= self._closing
         if name in TURN_WIRE_EVENTS:
             self.shared.last_turn_event[info.route.run] = pos
         if failures:
@@ -699,7 +703,10 @@ class _Replay:
                                f"{info.work} accepted after {info.target.name} was closed")
             rec = _Rec(info.work)
             world.finals[info.work] = rec
-            sh.closed.add(info.target.name)
+            # The target is closed for every world once the event is applied to all of
+            # them (``event``): changing the shared state here would make the next
+            # world refuse the same acceptance.
+            self._closing.add(info.target.name)
             core.close()
             return
         if info.target.name in sh.closed and not core.closed:
