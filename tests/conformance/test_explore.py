@@ -80,6 +80,14 @@ def test_SE_10_14_a_scenario_ends_with_every_gate_opened_and_every_call_settled(
         assert sorted(settled) == sorted(calls)  # each exactly once
 
 
+def test_SE_10_14_a_settle_comes_before_every_close_and_dispose() -> None:
+    strategy = RandomStrategy(_everything(), seed=8)
+    assert all(strategy.scenario(i).well_formed() for i in range(300))
+    broken = Scenario([{"cmd": "create", "target": "A", "type": "actor"},
+                       {"cmd": "dispose", "target": "A", "mode": "dispose"}])
+    assert not broken.well_formed()
+
+
 def test_SE_10_14_a_refused_policy_field_is_never_sent_again() -> None:
     declared = _everything()
     assert declared.refuse_field("lifecycle_byte_capacity")

@@ -261,6 +261,8 @@ def _done(config: ExploreConfig, report: ExploreReport, t0: float) -> bool:
 
 def _case(scenario: Scenario, rules: Mapping[str, str], caps: Sequence[str],
           **kwargs: Any) -> Case | None:
+    if not scenario.well_formed():
+        return None
     needs = needed_capabilities(scenario.steps())
     if any(c not in caps for c in needs):
         return None

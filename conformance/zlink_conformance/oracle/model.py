@@ -513,6 +513,11 @@ class _Replay:
             core = world.cores[what]
             ended, _live = core.expire_timeout()
             world.to_cancel |= {(core.name, r.name) for r in ended}
+            # as dispose: a final work not placed yet ends cancelled (D-22)
+            for work in list(world.finals):
+                if sh.works[work].route.admit == core.name:
+                    world.to_cancel.add(("final", work))
+                    del world.finals[work]
         elif kind == "final":
             rec = world.finals.pop(what)
             info = sh.works[what]
