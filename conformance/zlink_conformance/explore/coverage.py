@@ -38,9 +38,9 @@ FEATURE_RULES: Final[Mapping[str, str]] = {
     "lifecycle_work": "SE-6.1", "payload": "SE-5.3", "policy": "SE-6.1",
     "nested_submission": "SE-6.5", "yield": "SE-6.7", "spot_wide_yield": "SE-4.6",
     "raise": "D-11", "wait_for_same_coordinator": "SE-8.2", "busy": "SE-6.4",
-    "concurrent_submission": "SE-6.3", "close": "SE-6.2", "dispose": "SD-1",
-    "dispose_safely": "SD-2", "dispose_after_timeout": "SD-1", "destroy": "SD-4",
-    "zombie": "SD-3", "rejected": "SE-5.1",
+    "concurrent_submission": "SE-6.3", "cmd_close": "SE-6.2", "cmd_dispose": "SD-1",
+    "cmd_dispose_safely": "SD-2", "cmd_dispose_after_timeout": "SD-1",
+    "cmd_destroy": "SD-4", "saw_zombie": "SD-3", "saw_rejection": "SE-5.1",
 }
 
 
@@ -67,9 +67,9 @@ class Coverage:
         if "started" in names:
             reached.update(("enter_drain", "exit_drain"))
         if "zombie" in names:
-            features.add("zombie")
+            features.add("saw_zombie")
         if "rejected" in names:
-            features.add("rejected")
+            features.add("saw_rejection")
         if log is not None:
             reached.update(_command_transitions(log))
             if _spot_wide_started(scenario, log):
@@ -142,9 +142,9 @@ def _features(s: Scenario) -> list[str]:
         elif cmd == "submit_concurrent":
             out.append("concurrent_submission")
         elif cmd == "close":
-            out.append("close")
+            out.append("cmd_close")
         elif cmd == "dispose":
-            out.append(m["mode"] if m["mode"] != "dispose" else "dispose")
+            out.append(f"cmd_{m['mode']}")
         for i, sub in enumerate(walk_submissions(m)):
             if i > 0:
                 out.append("nested_submission")
