@@ -247,7 +247,7 @@ class _World:
     """One possible state of every queue of the case."""
 
     __slots__ = ("cores", "ending", "finals", "owner_of", "recs", "steps", "to_cancel",
-                 "turns")
+                 "turns", "unseen")
 
     def __init__(self) -> None:
         self.cores: dict[str, QueueCore[_Rec]] = {}
@@ -259,6 +259,9 @@ class _World:
         # SpotWide Actor work whose turn on the Spot queue ended, and the outcome its
         # Actor queue's record (the claim) ends with, at a moment no event reports.
         self.ending: dict[str, int] = {}
+        # Works given the turn by the hidden step "take" whose started/resumed has not
+        # come yet (a settled runtime has written it: no such work at a settle).
+        self.unseen: set[str] = set()
         self.steps = 0
 
     # ---------------------------------------------------------------- copying
@@ -281,6 +284,7 @@ class _World:
         new.finals = {k: rec(v) for k, v in self.finals.items()}
         new.to_cancel = set(self.to_cancel)
         new.ending = dict(self.ending)
+        new.unseen = set(self.unseen)
         new.steps = self.steps
         return new
 
@@ -302,6 +306,7 @@ class _World:
         parts.append(tuple(sorted(self.finals)))
         parts.append(tuple(sorted(self.to_cancel)))
         parts.append(tuple(sorted(self.ending.items())))
+        parts.append(tuple(sorted(self.unseen)))
         return tuple(parts)
 
     # ----------------------------------------------------------------- queues
@@ -325,16 +330,6 @@ def _line_of(core: QueueCore[_Rec], rec: _Rec) -> Source | None:
         if any(r.name == rec.name for r in core.line(source)):
             return source
     return None
-
-
-def _next_is_resume(core: QueueCore[_Rec]) -> bool:
-    """The core's next take would give the turn to a resume permit."""
-    if not any(r.phase == REQUEUED for s in (Source.LIFECYCLE, Source.APPLICATION)
-               for r in core.line(s)):
-        return False
-    probe = core.copy()
-    names = {r.name for s in Source for r in probe.line(s) if r.phase == REQUEUED}
-    return _take(probe).name in names
 
 
 def _take(core: QueueCore[_Rec], later: Sequence[_Rec] = ()) -> _Rec:
@@ -474,11 +469,12 @@ class _Replay:
                     out.append(("requeue", work))
             if not forced_only and core.mode == MODE_TIMEOUT:
                 out.append(("expire", name))
-            if not forced_only and core.current is None and _next_is_resume(core):
-                # The drain gives a resume permit the turn before the work's code runs
-                # on and reports ``resumed``: an admission may come in between, and the
-                # take (its lifecycle streak) was as it was before it.
-                out.append(("resume", name))
+            if not forced_only and core.current is None and core.has_ready() and not (
+                    "/actor:" in name and target.spot_wide_wiring):
+                # The drain gives the next item the turn before the work's code runs
+                # and reports ``started`` (or ``resumed``): an admission may come in
+                # between, and the take (its lifecycle streak) was as it was before it.
+                out.append(("take", name))
         out += [("end_claim", work) for work in world.ending]
         for work in world.finals:
             info = sh.works[work]
@@ -489,7 +485,8 @@ class _Replay:
 
     def _apply_step(self, world: _World, kind: str, what: str) -> None:
         sh = self.shared
-        world.steps += 1
+        if kind != "take":  # an unseen take is no progress: explain from before it
+            world.steps += 1
         if kind == "transfer":
             actor = world.cores[what]
             rec = _take(actor)
@@ -502,8 +499,8 @@ class _Replay:
             rec = self._turn_rec(world, what)
             core = world.cores[sh.works[what].route.run]
             core.requeue(rec)
-        elif kind == "resume":
-            _take(world.cores[what])
+        elif kind == "take":
+            world.unseen.add(_take(world.cores[what]).name)
         elif kind == "end_claim":
             outcome = world.ending.pop(what)
             actor = world.cores[sh.works[what].route.admit]
@@ -531,7 +528,7 @@ class _Replay:
 
     def _settled(self, world: _World) -> bool:
         """No internal step that must happen before a settle answers is still pending."""
-        return not self._steps(world, forced_only=True)
+        return not world.unseen and not self._steps(world, forced_only=True)
 
     # --------------------------------------------------------------- events
     _call_of: dict[str, str]
@@ -606,8 +603,9 @@ class _Replay:
     def _divergence(self, pos: int, msg: Mapping[str, Any],
                     failures: list[Failure[_World]]) -> Divergence:
         # Explain from the world that got furthest (most internal steps taken): its state
-        # is what the runtime should most plausibly have reached.
-        _world, exc = max(failures, key=lambda wp: wp[0].steps)
+        # is what the runtime should most plausibly have reached; of those, one with no
+        # turn given unseen (the plainest reading of the log).
+        _world, exc = max(failures, key=lambda wp: (wp[0].steps, -len(wp[0].unseen)))
         problem = _problem(exc)
         start = max(0, pos - LEADING)
         leading = tuple((p, d, m) for p, (d, m) in enumerate(self.entries[start:pos], start))
@@ -759,8 +757,9 @@ class _Replay:
     def _holder(self, world: _World, info: Submission, what: str) -> _Rec:
         rec = self._turn_rec(world, info.work)
         core = world.cores[info.route.run]
-        if core.current is not rec:
-            holder = core.current.name if core.current is not None else "nobody"
+        if core.current is not rec or info.work in world.unseen:
+            holder = core.current.name if core.current is not None \
+                and info.work not in world.unseen else "nobody"
             raise _ProblemError("SE-1.1", "OneTurnPerOwner",
                            f"{info.work} reported {what} off its turn: {holder} holds the "
                            f"turn of {core.name}")
@@ -790,8 +789,9 @@ class _Replay:
             raise self._not_moved(world, info)
         rec = self._turn_rec(world, work)
         core = world.core(sh, info.route.run, info.target.name)
-        if resume and core.current is rec and rec.resumes:
-            return  # its resume permit got the turn unseen (the hidden step "resume")
+        if work in world.unseen and core.current is rec and bool(rec.resumes) == resume:
+            world.unseen.discard(work)
+            return  # it got the turn unseen (the hidden step "take")
         if resume and rec.phase == SUSPENDED:
             call = self._call_of.get(work, "its call")
             raise _ProblemError("SE-6.7", "NoResumeWithoutRequeue",
