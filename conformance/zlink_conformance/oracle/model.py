@@ -48,10 +48,13 @@ queue with a ready item has a turn holder (``NoLostWakeup``).
 Nondeterminism
 --------------
 
-The protocol does not show everything the core does. Three internal steps happen at a
+The protocol does not show everything the core does. These internal steps happen at a
 moment no event reports: a SpotWide Actor queue moving its head onto the Spot queue, a
-yielded work queueing its resume permit after its call returned, and a session placing
-its final work. The model keeps a set of *worlds* (core states) and, before each event,
+yielded work queueing its resume permit after its call returned, a session placing its
+final work, a disposal timeout expiring, the drain giving a work the turn before its code
+reports ``started``/``resumed`` (``take``; none may be left unreported at a settle), and
+a SpotWide Actor queue ending its record once the work's turn on the Spot queue ended
+(``end_claim``; forced before a settle). The model keeps a set of *worlds* (core states) and, before each event,
 adds every world reachable by internal steps; the event then keeps the worlds in which
 it is legal. A runtime diverges when no world is left; it is never failed for a choice
 some world allows.
