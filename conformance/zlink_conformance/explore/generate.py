@@ -306,7 +306,8 @@ class _Draw:
         self.body.append({"cmd": "advance", "ms": self.rng.choice((1, 5, 20, 100))})
 
     def do_concurrent(self) -> None:
-        # Each racing submission on owners of its own: the order in which racing
+        # Each racing submission on owners of its own, with no nested submission, after
+        # a settle (so no running work submits anywhere meanwhile): the order in which racing
         # submissions reach one queue is the runtime's, and neither their events nor
         # the model say it, so a race on one queue would make its FIFO and burst order
         # undecidable (the fixed case optional_SE_6_3_... races on one queue instead,
@@ -316,7 +317,8 @@ class _Draw:
         before = (list(self.pending_gates), list(self.pending_calls), dict(self.works))
         for _ in range(self.rng.randint(2, 4)):
             saved = (list(self.pending_gates), list(self.pending_calls), dict(self.works))
-            sub = self.submission(concurrent=True)
+            # depth 1: no nested submission, which could race the others on their queues
+            sub = self.submission(1, concurrent=True)
             if sub is None:
                 continue
             owners = self.owners(sub)
@@ -326,6 +328,8 @@ class _Draw:
             used |= owners
             subs.append(sub)
         if len(subs) >= 2:
+            # From a settled runtime: no running work submits to a racing queue meanwhile.
+            self.do_settle()
             self.body.append({"cmd": "submit_concurrent", "submissions": subs})
         else:  # no race after all: nothing of it was sent
             self.pending_gates, self.pending_calls, self.works = before

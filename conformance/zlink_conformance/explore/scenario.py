@@ -87,14 +87,16 @@ class Scenario:
         return [*self.body, *([{"cmd": "settle"}, *tail] if tail else [])]
 
     def well_formed(self) -> bool:
-        """Every ``close`` and ``dispose`` comes right after a ``settle``: what they do
-        depends on how far the works got, which only a settle fixes (a rule of every
-        case, docs/conformance.md section 4). The shrinker keeps it, so a shrunk case
+        """Every ``close``, ``dispose`` and ``submit_concurrent`` comes right after a
+        ``settle``: what they do depends on how far the works got, which only a settle
+        fixes (a rule of every case, docs/conformance.md section 4), and a race must
+        not meet a running work's own submissions. The shrinker keeps it, so a shrunk case
         never trades the failure it was shrunk on for a race of its own."""
+        settled_first = ("close", "dispose", "submit_concurrent")
         for before, message in zip(self.body, self.body[1:], strict=False):
-            if message.get("cmd") in ("close", "dispose") and before.get("cmd") != "settle":
+            if message.get("cmd") in settled_first and before.get("cmd") != "settle":
                 return False
-        return not self.body or self.body[0].get("cmd") not in ("close", "dispose")
+        return not self.body or self.body[0].get("cmd") not in settled_first
 
     @property
     def size(self) -> tuple[int, int, int, int]:

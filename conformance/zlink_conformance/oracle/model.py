@@ -54,8 +54,9 @@ yielded work queueing its resume permit after its call returned, a session placi
 final work, a disposal timeout expiring, the drain giving a work the turn before its code
 reports ``started``/``resumed`` (``take``; none may be left unreported at a settle), and
 a SpotWide Actor queue ending its record once the work's turn on the Spot queue ended
-(``end_claim``; forced before a settle). The model keeps a set of *worlds* (core states) and, before each event,
-adds every world reachable by internal steps; the event then keeps the worlds in which
+(``end_claim``; forced before a settle). The model keeps a set of *worlds* (core
+states) and, before each event, adds every world reachable by internal steps; the event
+then keeps the worlds in which
 it is legal. A runtime diverges when no world is left; it is never failed for a choice
 some world allows.
 
