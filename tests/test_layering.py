@@ -70,7 +70,7 @@ def _imports(folder: Path, path: Path) -> Iterator[tuple[int, str, tuple[str, ..
 MODEL_CLASSES = frozenset({"QueueCore", "WorkRecord", "QueueConfig"})
 # Deliberate breaks of the runtime's internals: the mutant catalogue patches private
 # names by design (ruff's per-file ignore says the same).
-MUTANT_FILES = frozenset({"mutants.py", "preload_mutant.py"})
+MUTANT_FILES = frozenset({"mutants.py", "explore_mutants.py", "preload_mutant.py"})
 # The pytest plugin is loaded by pytest only; the kit itself needs nothing but stdlib.
 OPTIONAL_IMPORTS: Mapping[str, frozenset[str]] = {"pytest_plugin.py": frozenset({"pytest"})}
 

@@ -36,13 +36,18 @@ __all__ = [
     "SelectionError",
     "Step",
     "load_catalogue",
+    "needed_capabilities",
+    "parse_case",
     "select",
 ]
 
-CASE_ID_PATTERN: Final = re.compile(r"(required|optional)_[A-Za-z0-9]+(_[A-Za-z0-9]+)+")
+CASE_ID_PATTERN: Final = re.compile(r"(required|optional|found)_[A-Za-z0-9]+(_[A-Za-z0-9]+)+")
 RULE_PATTERN: Final = re.compile(r"(SE|SD|D)-[0-9]+(\.[0-9]+)?")
 _CASE_KEYS: Final = ("id", "strength", "rules", "capabilities", "intent", "notes", "steps",
-                     "expect")
+                     "expect", "found")
+# What a ``found`` case (written by ``explore``) says about where it came from.
+_FOUND_KEYS: Final = {"seed": int, "strategy": str, "scenario": int, "violation": str,
+                      "runtime": str}
 
 
 class CaseError(Exception):
@@ -74,7 +79,7 @@ class Case:
     """One conformance case, ready to run."""
 
     id: str
-    strength: str  # required | optional
+    strength: str  # required | optional | found
     rules: tuple[str, ...]
     capabilities: tuple[str, ...]
     intent: str
@@ -84,6 +89,7 @@ class Case:
     works: Mapping[str, WorkInfo]
     targets: Mapping[str, TargetInfo]
     path: str
+    found: Mapping[str, Any] | None = None  # seed, strategy, ... of a found case
 
     @property
     def required(self) -> bool:
@@ -144,9 +150,11 @@ def load_catalogue(directory: str | Path | None = None) -> Catalogue:
             raise CaseError(f"{rules_file}: {rule!r} is not a rule ID like SE-10.2 or SD-1")
     problems: list[str] = []
     cases: list[Case] = []
-    files = sorted(p for p in base.glob("*.json") if p.name.startswith(("required_", "optional_")))
+    files = sorted(p for p in base.glob("*.json")
+                   if p.name.startswith(("required_", "optional_", "found_")))
     if not files:
-        raise CaseError(f"{base}: no case files (required_*.json, optional_*.json)")
+        raise CaseError(f"{base}: no case files (required_*.json, optional_*.json, "
+                        f"found_*.json)")
     for path in files:
         try:
             raw = json.loads(path.read_text(encoding="utf-8"))
@@ -193,8 +201,8 @@ def parse_case(raw: Any, filename: str, rules: Mapping[str, str],
         problems.append(f"{where}: {case_id} is retired ({retired[case_id]}); a changed case "
                         f"gets a new ID")
     strength = raw.get("strength")
-    if strength not in ("required", "optional"):
-        problems.append(f"{where}: 'strength' must be required or optional")
+    if strength not in ("required", "optional", "found"):
+        problems.append(f"{where}: 'strength' must be required, optional or found")
     elif not case_id.startswith(strength + "_"):
         problems.append(f"{where}: the ID must start with its strength {strength!r}")
     case_rules = raw.get("rules")
@@ -235,9 +243,12 @@ def parse_case(raw: Any, filename: str, rules: Mapping[str, str],
         check = builder.check(obj, f"{where}: expect[{i}]")
         if check is not None:
             expect.append(check)
-    if not expect and not any(isinstance(s, Check) for s in steps) and not any(
-        isinstance(s, Command) and s.expect for s in steps
-    ):
+    found = raw.get("found")
+    problems += _found_problems(where, strength, found)
+    # A found case is judged by the invariants and the model oracle, which judge every
+    # case: it needs no check of its own (explore derives none it could not justify).
+    if strength != "found" and not expect and not any(isinstance(s, Check) for s in steps) \
+            and not any(isinstance(s, Command) and s.expect for s in steps):
         problems.append(f"{where}: the case checks nothing (no checks, no reply expectations)")
     builder.finish()
     problems += builder.problems
@@ -251,8 +262,38 @@ def parse_case(raw: Any, filename: str, rules: Mapping[str, str],
         id=case_id, strength=str(strength), rules=tuple(case_rules), capabilities=tuple(caps),
         intent=str(raw.get("intent", "")), notes=str(raw.get("notes", "")), steps=tuple(steps),
         expect=tuple(expect), works=dict(builder.works), targets=dict(builder.targets),
-        path=filename,
+        path=filename, found=dict(found) if isinstance(found, dict) else None,
     ), []
+
+
+def _found_problems(where: str, strength: Any, found: Any) -> list[str]:
+    """A ``found`` case says where it came from (``found``: seed, strategy, ...); no
+    other case may."""
+    if strength != "found":
+        return [f"{where}: 'found' belongs to cases of strength found"] \
+            if found is not None else []
+    if not isinstance(found, dict):
+        return [f"{where}: a found case needs 'found': {{seed, strategy, scenario, "
+                f"violation}}"]
+    out = [f"{where}: found.{key} is not a field (fields: {', '.join(_FOUND_KEYS)})"
+           for key in found if key not in _FOUND_KEYS]
+    for key, kind in _FOUND_KEYS.items():
+        value = found.get(key)
+        if key == "runtime" and value is None:
+            continue
+        if not isinstance(value, kind) or isinstance(value, bool):
+            what = "an integer" if kind is int else "a string"
+            out.append(f"{where}: found.{key} must be {what}")
+    return out
+
+
+def needed_capabilities(steps: Sequence[Any]) -> list[str]:
+    """The capabilities a list of case steps needs (what a case running them must
+    declare), sorted; a step the loader would refuse adds nothing."""
+    builder = _Builder("steps")
+    for i, step in enumerate(steps):
+        builder.step(step, f"steps[{i}]")
+    return sorted(builder.needs)
 
 
 class _Builder:

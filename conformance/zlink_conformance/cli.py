@@ -21,6 +21,8 @@ from typing import Any
 
 from .bundled import kit_version
 from .catalog import CaseError, SelectionError, load_catalogue, select
+from .explore.command import add_parser as add_explore
+from .explore.command import explore_command
 from .helptext import plain
 from .known import KnownFailuresError, load_known_failures
 from .oracle.log import CaseLog
@@ -137,6 +139,7 @@ def configure(p: argparse.ArgumentParser, host: Host = KIT) -> None:
                        help="wall-clock bound of the run (default %(default)s)")
     rep_p.add_argument("-q", "--quiet", action="store_true",
                        help="print only the verdict, not the exchange")
+    add_explore(sub, default, host.prog)
     add_shipped_actions(sub, host.prog)
     if host.extra is not None:
         host.extra(sub)
@@ -215,7 +218,8 @@ def run(args: argparse.Namespace) -> int:
     prog = host.prog
     action = getattr(args, "conformance_action", None)
     if action is None:
-        print(f"{prog}: choose an action: run, list or resend (see --help)", file=sys.stderr)
+        print(f"{prog}: choose an action: run, list, resend or explore (see --help)",
+              file=sys.stderr)
         return 2
     handler = getattr(args, "conformance_handler", None)
     if handler is not None:  # an action the host added
@@ -223,6 +227,8 @@ def run(args: argparse.Namespace) -> int:
         return code
     if action in ("resend", "replay"):
         return resend_command(args)
+    if action == "explore":
+        return explore_command(args, _adapter(args, host))
     try:
         catalogue = load_catalogue(args.cases)
         cases = select(catalogue, args.only, args.skip)

@@ -102,3 +102,16 @@ def test_case_error_is_raised_for_a_directory_of_broken_cases(tmp_path: Path) ->
     (tmp_path / "required_X_1_broken.json").write_text("{not json")
     with pytest.raises(CaseError, match=r"required_X_1_broken\.json: cannot read"):
         load_catalogue(tmp_path)
+
+
+def test_every_found_case_file_validates() -> None:
+    """The cases explore wrote and the suite keeps (strength found, with their origin)."""
+    v = validator("case.schema.json")
+    found = sorted((Path(__file__).parent / "found").glob("found_*.json"))
+    assert found
+    problems = {p.name: [e.message for e in v.iter_errors(json.loads(p.read_text()))]
+                for p in found}
+    assert {k: m for k, m in problems.items() if m} == {}
+    broken = json.loads(found[0].read_text())
+    del broken["found"]["seed"]
+    assert list(v.iter_errors(broken))

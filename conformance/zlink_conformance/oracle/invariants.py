@@ -38,7 +38,7 @@ from collections.abc import Mapping
 from ..protocol.routing import Route
 from .log import TERMINAL, CaseLog
 
-__all__ = ["INVARIANTS", "WorkInfo", "check_invariants"]
+__all__ = ["INVARIANTS", "WorkInfo", "check_invariants", "unended_works"]
 
 INVARIANTS: Mapping[str, str] = {
     "WorkLifecycle": "D-11",
@@ -180,3 +180,26 @@ def _owner_problems(pos: int, name: str, owner: str | None, info: WorkInfo,
         return []
     return [f"{_label('Routing')} {info.id} {name}@{pos} names owner {owner!r}; "
             f"{info.entry} on {info.target} must use {' or '.join(sorted(want))}"]
+
+
+def unended_works(log: CaseLog) -> list[str]:
+    """Every accepted work that has no terminal event: ``EveryAcceptedWorkEndsOnce``
+    (D-11) at the end of a log whose commands left nothing blocked.
+
+    Only for such logs: a case that leaves a gate shut or a call pending may end with
+    works that rightly never ran. The scenarios ``explore`` generates (cases of strength
+    ``found``) end by opening every gate and settling every call their works use, so
+    after their last settle every accepted work must have ended (finished, failed,
+    cancelled), a zombie included: a work still in progress waits for something only
+    the runtime can give, which it never will (a wait on the waiter's own turn that was
+    not refused, a lost wakeup the settle could not see)."""
+    out: list[str] = []
+    for work in sorted({ev.work for _, ev in log.events if ev.work is not None}):
+        names = log.names(work)
+        if "accepted" in names and not any(n in TERMINAL for n in names):
+            out.append(f"[EveryAcceptedWorkEndsOnce D-11] {work}: {log.describe(work)}, "
+                       f"and never ended, although every gate was opened and every call "
+                       f"settled: an accepted work must end")
+        if len(out) >= MAX_REPORTED:
+            break
+    return out

@@ -24,7 +24,9 @@ event                  transition(s) in the model
                        its Actor queue (claim free, FIFO) and ``transfer`` onto the Spot
                        queue (SE-4.5)
 ``yielded``            ``yield_turn`` (the work must hold the turn; Entry Spots have no
-                       Yield); its call must still be pending
+                       Yield); its call must still be pending (a yield before the
+                       reply to the ``complete``/``fail`` that settles it may have come
+                       first: the runtime progresses while the adapter handles a command)
 ``resumed``            ``requeue`` (only once the call was settled, or a disposal cut it
                        short) and then ``take_next`` giving the turn to the resume permit
 ``finished``/``failed``  ``finish``; a SpotWide Actor work also ends its Actor's claim
@@ -46,11 +48,15 @@ queue with a ready item has a turn holder (``NoLostWakeup``).
 Nondeterminism
 --------------
 
-The protocol does not show everything the core does. Three internal steps happen at a
+The protocol does not show everything the core does. These internal steps happen at a
 moment no event reports: a SpotWide Actor queue moving its head onto the Spot queue, a
-yielded work queueing its resume permit after its call returned, and a session placing
-its final work. The model keeps a set of *worlds* (core states) and, before each event,
-adds every world reachable by internal steps; the event then keeps the worlds in which
+yielded work queueing its resume permit after its call returned, a session placing its
+final work, a disposal timeout expiring, the drain giving a work the turn before its code
+reports ``started``/``resumed`` (``take``; none may be left unreported at a settle), and
+a SpotWide Actor queue ending its record once the work's turn on the Spot queue ended
+(``end_claim``; forced before a settle). The model keeps a set of *worlds* (core
+states) and, before each event, adds every world reachable by internal steps; the event
+then keeps the worlds in which
 it is legal. A runtime diverges when no world is left; it is never failed for a choice
 some world allows.
 
@@ -215,7 +221,11 @@ class _Shared:
         self.policies: dict[str, dict[str, ZLinkExecutionLanePolicy]] = {}
         self.configs: dict[str, QueueConfig] = {}
         self.works: dict[str, Submission] = {}
-        self.settled_calls: set[str] = set()
+        self.settled_calls: set[str] = set()  # complete/fail sent: may have happened
+        # complete/fail answered: done for sure. An event before the reply may come from
+        # before the call was settled (an adapter's runtime progresses while it handles
+        # a command), so only these make a yield on the call illegal.
+        self.done_calls: set[str] = set()
         self.closed: set[str] = set()  # targets closed to new work
         self.not_safely: set[str] = set()
         self.ending = False  # runtime_end was sent: zombies may be cancelled
@@ -240,7 +250,8 @@ class _Shared:
 class _World:
     """One possible state of every queue of the case."""
 
-    __slots__ = ("cores", "finals", "owner_of", "recs", "steps", "to_cancel", "turns")
+    __slots__ = ("cores", "ending", "finals", "owner_of", "recs", "steps", "to_cancel",
+                 "turns", "unseen")
 
     def __init__(self) -> None:
         self.cores: dict[str, QueueCore[_Rec]] = {}
@@ -249,6 +260,12 @@ class _World:
         self.turns: dict[str, _Rec] = {}  # SpotWide Actor work -> its turn on the Spot queue
         self.finals: dict[str, _Rec] = {}  # session final work accepted, not yet placed
         self.to_cancel: set[tuple[str, str]] = set()  # (core, work) the model cancelled
+        # SpotWide Actor work whose turn on the Spot queue ended, and the outcome its
+        # Actor queue's record (the claim) ends with, at a moment no event reports.
+        self.ending: dict[str, int] = {}
+        # Works given the turn by the hidden step "take" whose started/resumed has not
+        # come yet (a settled runtime has written it: no such work at a settle).
+        self.unseen: set[str] = set()
         self.steps = 0
 
     # ---------------------------------------------------------------- copying
@@ -270,6 +287,8 @@ class _World:
         new.turns = {k: rec(v) for k, v in self.turns.items()}
         new.finals = {k: rec(v) for k, v in self.finals.items()}
         new.to_cancel = set(self.to_cancel)
+        new.ending = dict(self.ending)
+        new.unseen = set(self.unseen)
         new.steps = self.steps
         return new
 
@@ -290,6 +309,8 @@ class _World:
         parts.append(tuple(sorted(self.turns)))
         parts.append(tuple(sorted(self.finals)))
         parts.append(tuple(sorted(self.to_cancel)))
+        parts.append(tuple(sorted(self.ending.items())))
+        parts.append(tuple(sorted(self.unseen)))
         return tuple(parts)
 
     # ----------------------------------------------------------------- queues
@@ -349,6 +370,8 @@ class _Replay:
             illegal=(ZLinkProtocolError, ZLinkRejectedError, _ProblemError),
             max_worlds=MAX_WORLDS)
         self.last_command: str | None = None
+        self.settling: str | None = None  # the call of a complete/fail not answered yet
+        self._closing: set[str] = set()
 
     @property
     def worlds(self) -> list[_World]:
@@ -358,6 +381,7 @@ class _Replay:
     def command(self, msg: Mapping[str, Any]) -> None:
         name = msg.get("cmd")
         self.last_command = name if isinstance(name, str) else None
+        self.settling = None
         sh = self.shared
         if name == "reset":
             self.shared = _Shared()
@@ -372,6 +396,7 @@ class _Replay:
                     self._submission(sub)
         elif name in ("complete", "fail"):
             sh.settled_calls.add(str(msg.get("call")))
+            self.settling = str(msg.get("call"))
         elif name == "close":
             target = str(msg.get("target"))
             sh.closed.add(target)
@@ -448,6 +473,13 @@ class _Replay:
                     out.append(("requeue", work))
             if not forced_only and core.mode == MODE_TIMEOUT:
                 out.append(("expire", name))
+            if not forced_only and core.current is None and core.has_ready() and not (
+                    "/actor:" in name and target.spot_wide_wiring):
+                # The drain gives the next item the turn before the work's code runs
+                # and reports ``started`` (or ``resumed``): an admission may come in
+                # between, and the take (its lifecycle streak) was as it was before it.
+                out.append(("take", name))
+        out += [("end_claim", work) for work in world.ending]
         for work in world.finals:
             info = sh.works[work]
             session = world.cores.get(info.route.admit)
@@ -457,7 +489,8 @@ class _Replay:
 
     def _apply_step(self, world: _World, kind: str, what: str) -> None:
         sh = self.shared
-        world.steps += 1
+        if kind != "take":  # an unseen take is no progress: explain from before it
+            world.steps += 1
         if kind == "transfer":
             actor = world.cores[what]
             rec = _take(actor)
@@ -470,10 +503,22 @@ class _Replay:
             rec = self._turn_rec(world, what)
             core = world.cores[sh.works[what].route.run]
             core.requeue(rec)
+        elif kind == "take":
+            world.unseen.add(_take(world.cores[what]).name)
+        elif kind == "end_claim":
+            outcome = world.ending.pop(what)
+            actor = world.cores[sh.works[what].route.admit]
+            actor.finish(world.recs[what], outcome)
+            _leave(actor)
         elif kind == "expire":
             core = world.cores[what]
             ended, _live = core.expire_timeout()
             world.to_cancel |= {(core.name, r.name) for r in ended}
+            # as dispose: a final work not placed yet ends cancelled (D-22)
+            for work in list(world.finals):
+                if sh.works[work].route.admit == core.name:
+                    world.to_cancel.add(("final", work))
+                    del world.finals[work]
         elif kind == "final":
             rec = world.finals.pop(what)
             info = sh.works[what]
@@ -487,10 +532,11 @@ class _Replay:
 
     def _settled(self, world: _World) -> bool:
         """No internal step that must happen before a settle answers is still pending."""
-        return not self._steps(world, forced_only=True)
+        return not world.unseen and not self._steps(world, forced_only=True)
 
     # --------------------------------------------------------------- events
     _call_of: dict[str, str]
+    _closing: set[str]  # targets the event being applied closes (a final work)
 
     def run(self) -> ModelVerdict:
         self._call_of = {}
@@ -511,6 +557,9 @@ class _Replay:
                 if racing:
                     problem = self._raced(racing)
                     racing = [] if "re" not in msg else None
+                if "re" in msg and self.settling is not None:
+                    self.shared.done_calls.add(self.settling)
+                    self.settling = None
                 if problem is None and "event" in msg:
                     problem = self.event(pos, msg)
                 elif problem is None and "re" in msg and self.last_command == "settle" \
@@ -558,8 +607,9 @@ class _Replay:
     def _divergence(self, pos: int, msg: Mapping[str, Any],
                     failures: list[Failure[_World]]) -> Divergence:
         # Explain from the world that got furthest (most internal steps taken): its state
-        # is what the runtime should most plausibly have reached.
-        _world, exc = max(failures, key=lambda wp: wp[0].steps)
+        # is what the runtime should most plausibly have reached; of those, one with no
+        # turn given unseen (the plainest reading of the log).
+        _world, exc = max(failures, key=lambda wp: (wp[0].steps, -len(wp[0].unseen)))
         problem = _problem(exc)
         start = max(0, pos - LEADING)
         leading = tuple((p, d, m) for p, (d, m) in enumerate(self.entries[start:pos], start))
@@ -580,7 +630,9 @@ class _Replay:
             self.shared.accepted_at[work] = pos
         if name == "yielded":
             self._call_of[work] = str(msg.get("call"))
+        self._closing = set()
         failures = self.engine.advance(partial(self._apply, name=str(name), info=info, msg=msg))
+        self.shared.closed |= self._closing
         if name in TURN_WIRE_EVENTS:
             self.shared.last_turn_event[info.route.run] = pos
         if failures:
@@ -624,7 +676,7 @@ class _Replay:
         elif name == "yielded":
             rec = self._holder(world, info, "yielded")
             call = str(msg.get("call"))
-            if call in sh.settled_calls:
+            if call in sh.done_calls:
                 raise _ProblemError("SE-6.7", None, f"{work} yielded on {call}, which was already "
                                                f"settled: a call already done returns at once")
             core = world.cores[info.route.run]
@@ -658,7 +710,10 @@ class _Replay:
                                f"{info.work} accepted after {info.target.name} was closed")
             rec = _Rec(info.work)
             world.finals[info.work] = rec
-            sh.closed.add(info.target.name)
+            # The target is closed for every world once the event is applied to all of
+            # them (``event``): changing the shared state here would make the next
+            # world refuse the same acceptance.
+            self._closing.add(info.target.name)
             core.close()
             return
         if info.target.name in sh.closed and not core.closed:
@@ -706,8 +761,9 @@ class _Replay:
     def _holder(self, world: _World, info: Submission, what: str) -> _Rec:
         rec = self._turn_rec(world, info.work)
         core = world.cores[info.route.run]
-        if core.current is not rec:
-            holder = core.current.name if core.current is not None else "nobody"
+        if core.current is not rec or info.work in world.unseen:
+            holder = core.current.name if core.current is not None \
+                and info.work not in world.unseen else "nobody"
             raise _ProblemError("SE-1.1", "OneTurnPerOwner",
                            f"{info.work} reported {what} off its turn: {holder} holds the "
                            f"turn of {core.name}")
@@ -721,8 +777,10 @@ class _Replay:
         if actor.current is not rec:
             raise _ProblemError("SE-4.6", "YieldedActorKeepsClaim",
                            f"{info.work} ended without holding its Actor's claim on {actor.name}")
-        actor.finish(rec, outcome)
-        _leave(actor)
+        # The Actor queue's turn ends once it sees the execution turn end: an internal
+        # step (forced before a settle answers), so an admission to the Actor queue may
+        # still find the work's reservation there just after its ``finished``.
+        world.ending[info.work] = outcome
 
     def _started(self, world: _World, info: Submission, *, resume: bool) -> None:
         sh = self.shared
@@ -735,6 +793,9 @@ class _Replay:
             raise self._not_moved(world, info)
         rec = self._turn_rec(world, work)
         core = world.core(sh, info.route.run, info.target.name)
+        if work in world.unseen and core.current is rec and bool(rec.resumes) == resume:
+            world.unseen.discard(work)
+            return  # it got the turn unseen (the hidden step "take")
         if resume and rec.phase == SUSPENDED:
             call = self._call_of.get(work, "its call")
             raise _ProblemError("SE-6.7", "NoResumeWithoutRequeue",

@@ -30,7 +30,7 @@ from typing import Any
 
 from ..catalog import Case, Command
 from ..oracle.checks import Check, CheckContext, explain, match_reply
-from ..oracle.invariants import check_invariants
+from ..oracle.invariants import check_invariants, unended_works
 from ..oracle.log import CaseLog
 from ..oracle.model import Divergence, check_model
 from ..protocol.faults import adapter_fault, first_events, verdict_order_faults
@@ -632,6 +632,8 @@ class Runner:
         for i, check in enumerate(case.expect):
             messages += [f"expect[{i}] {check.kind}: {p}" for p in check.evaluate(log, ctx)]
         messages += check_invariants(log, _renumbered(case, ids))
+        if case.strength == "found":  # explore's scenarios release everything they block
+            messages += unended_works(log)
         return ("failed" if messages else "passed"), messages
 
     def _write_transcript(self, result: CaseResult) -> None:

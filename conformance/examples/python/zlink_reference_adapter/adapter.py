@@ -711,9 +711,14 @@ class ReferenceAdapter:
         except (TypeError, ValueError) as exc:
             raise CommandError("bad_command", str(exc)) from None
         for z in obj.zombies():
+            ws = self._case.works.get(z.label) if z.label else None
+            if ws is not None and ws.ended:
+                # Its code already ended (a SpotWide Actor work whose Actor queue has
+                # not yet seen its execution turn end): a zombie is a work that still
+                # runs, and the record ends on its own at once.
+                continue
             if z.label and z.label not in self._case.zombies_seen:
                 self._case.zombies_seen.add(z.label)
-                ws = self._case.works.get(z.label)
                 owner = ws.run_owner if ws is not None and ws.started else canonical(z.queue)
                 self.emit("zombie", work=z.label, owner=owner)
         return {}

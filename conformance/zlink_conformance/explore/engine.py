@@ -1,0 +1,355 @@
+"""The explore loop: draw a scenario, run it through the adapter, judge it, and for a
+failure re-run it, shrink it and write it as a case file.
+
+Each scenario is run exactly as a case is (``Runner.run_case``: reset, the commands, a
+settle after every settle to confirm it, the reset that ends it) and judged by what
+judges every case: the invariants (``oracle.invariants``) and the model oracle
+(``oracle.model``). A generated scenario has no expectations of its own, so nothing in
+its verdict was written by hand for it.
+
+Honesty rules. A failure is re-run ``repeat`` times on the same adapter before it is
+reported: one that does not fail the same way every time is *flaky*, reported with its
+rate, never as a pass and never as a confirmed failure. An adapter fault (an AP rule) is
+the scenario's, reported as such. A log the model could not decide (too many worlds) is
+counted and shown, and the run is not a pass. An adapter that refuses a policy field
+with ``unsupported`` has said it lacks it: the field is dropped from every later scenario
+and the refusal listed (a runtime is never failed for a field it declared it lacks, and
+never sent it again).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..catalog import Case, load_catalogue, needed_capabilities
+from ..protocol.wire import POLICY_FIELDS
+from ..runner import CaseResult, Runner, SuiteReport
+from ..runner.process import Handshake
+from .coverage import Coverage
+from .generate import Declared, RandomStrategy
+from .scenario import GENERATED_RULE, Scenario, case_id
+from .shrink import shrink
+
+__all__ = ["ExploreConfig", "ExploreReport", "Finding", "explore", "signature"]
+
+_LABEL = re.compile(r"\[(?:model )?(?:([A-Za-z]+) )?((?:SE|SD|D|AP)-[0-9.]*[0-9])\]")
+_AP = re.compile(r"adapter fault \[(AP-[0-9]+)\]")
+
+
+def signature(result: CaseResult) -> tuple[str, str | None] | None:
+    """(rule, invariant) of a result's first broken rule: what "the same failure" means
+    when a failure is re-run and shrunk. None when it passed (or broke nothing named)."""
+    if result.status == "passed":
+        return None
+    if result.divergence is not None:
+        return result.divergence.rule, result.divergence.invariant
+    for message in result.messages:
+        ap = _AP.search(message)
+        if ap:
+            return ap.group(1), None
+        found = _LABEL.search(message)
+        if found:
+            return found.group(2), found.group(1)
+    if result.status != "error":
+        return "unnamed", None
+    text = " ".join(result.messages)
+    for word, what in (("refused it", "refused"), ("hung", "hung"), ("crash", "crashed")):
+        if word in text:
+            return what, None
+    return "error", None
+
+
+@dataclasses.dataclass(slots=True)
+class ExploreConfig:
+    """How to explore (the CLI's options)."""
+
+    argv: list[str]
+    seed: int = 0
+    runs: int | None = 200
+    budget_s: float | None = None
+    max_steps: int = 24
+    repeat: int = 3
+    out: Path | None = None  # where shrunk cases are written
+    keep_going: bool = False
+    timeout: float = 10.0
+    env: Mapping[str, str] | None = None
+    shrink_seconds: float = 60.0
+    strategy: str = "random"
+    start: int = 0  # the first scenario index (a soak spread over machines)
+
+
+@dataclasses.dataclass(slots=True)
+class Finding:
+    """One distinct failure: its rule, how often it reproduced, its shrunk case."""
+
+    rule: str
+    invariant: str | None
+    status: str  # failed | error
+    scenario: Scenario
+    result: CaseResult
+    reproduced: int = 0
+    reruns: int = 0
+    shrunk: Scenario | None = None
+    shrunk_result: CaseResult | None = None
+    shrink_runs: int = 0
+    shrink_seconds: float = 0.0
+    case_file: Path | None = None
+    replayed: bool | None = None  # the written case failed again on the same rule
+    seen: int = 1  # scenarios that failed with this signature
+
+    @property
+    def flaky(self) -> bool:
+        return self.reproduced < self.reruns
+
+    @property
+    def label(self) -> str:
+        return f"{self.invariant} {self.rule}" if self.invariant else self.rule
+
+    def to_json(self) -> dict[str, Any]:
+        shrunk = self.shrunk or self.scenario
+        return {
+            "rule": self.rule, "invariant": self.invariant, "status": self.status,
+            "flaky": self.flaky, "reproduced": self.reproduced, "reruns": self.reruns,
+            "seen": self.seen, "seed": self.scenario.seed, "scenario": self.scenario.index,
+            "messages": (self.shrunk_result or self.result).messages,
+            "size": {"original": list(self.scenario.size), "shrunk": list(shrunk.size),
+                     "steps": len(shrunk.steps())},
+            "shrink_runs": self.shrink_runs, "shrink_s": round(self.shrink_seconds, 2),
+            "case_file": str(self.case_file) if self.case_file else None,
+            "replayed": self.replayed,
+            "commands": (self.shrunk_result or self.result).commands(),
+        }
+
+
+@dataclasses.dataclass(slots=True)
+class ExploreReport:
+    """What an explore run did."""
+
+    config: ExploreConfig
+    runtime: str
+    capabilities: list[str]
+    scenarios: int = 0
+    passed: int = 0
+    seconds: float = 0.0
+    undecided: list[tuple[int, str]] = dataclasses.field(default_factory=list)
+    refused: dict[str, str] = dataclasses.field(default_factory=dict)
+    findings: list[Finding] = dataclasses.field(default_factory=list)
+    coverage: Coverage = dataclasses.field(default_factory=Coverage)
+    run_seconds: float = 0.0  # time in scenarios run for the search (not re-runs, shrinks)
+    handshake: Handshake | None = None
+
+    def suite_report(self) -> SuiteReport:
+        """The failures as a run's report (one case each: its shrunk case, else the
+        scenario), for the JUnit and HTML writers of ``run``."""
+        results = [f.shrunk_result or f.result for f in self.findings]
+        return SuiteReport(list(self.config.argv), self.handshake, results, self.seconds)
+
+    @property
+    def per_second(self) -> float:
+        return self.scenarios / self.run_seconds if self.run_seconds > 0 else 0.0
+
+    @property
+    def verdict(self) -> str:
+        """PASS, FAIL (a reproduced failure), FLAKY (only failures that did not always
+        reproduce) or UNDECIDED (no failure, but logs the model could not judge)."""
+        if any(not f.flaky for f in self.findings):
+            return "FAIL"
+        if self.findings:
+            return "FLAKY"
+        if self.undecided:
+            return "UNDECIDED"
+        return "PASS"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "verdict": self.verdict, "runtime": self.runtime,
+            "capabilities": self.capabilities, "strategy": self.config.strategy,
+            "seed": self.config.seed, "start": self.config.start,
+            "max_steps": self.config.max_steps, "scenarios": self.scenarios,
+            "passed": self.passed, "time_s": round(self.seconds, 3),
+            "per_second": round(self.per_second, 1),
+            "undecided": [{"scenario": i, "why": why} for i, why in self.undecided],
+            "refused_policy_fields": self.refused,
+            "findings": [f.to_json() for f in self.findings],
+            "coverage": self.coverage.report(),
+        }
+
+
+Say = Callable[[str], None]
+
+
+def explore(config: ExploreConfig, say: Say = print) -> ExploreReport:
+    """Run the exploration ``config`` describes; ``say`` prints progress lines."""
+    catalogue = load_catalogue()
+    rules = catalogue.rules
+    t0 = time.monotonic()
+    with Runner(config.argv, env=config.env, timeout=config.timeout) as runner:
+        hs = runner.start()
+        caps = list(hs.capabilities)
+        declared = Declared.of(caps, hs.reply.get("surface"))
+        report = ExploreReport(config, hs.name, caps, handshake=hs)
+        strategy = RandomStrategy(declared, config.seed, config.max_steps)
+        say(f"explore: {hs.name}, strategy {strategy.name}, seed {config.seed}, "
+            f"{_limit(config)}, at most {config.max_steps} steps a scenario")
+        if not declared.kinds:
+            say("explore: the adapter declares no target (no actor, session, queue or "
+                "spot capability): nothing to generate")
+        by_signature: dict[tuple[str, str | None], Finding] = {}
+        index = config.start
+        last_note = time.monotonic()
+        while declared.kinds and not _done(config, report, t0):
+            scenario = strategy.scenario(index)
+            index += 1
+            case = _case(scenario, rules, caps)
+            if case is None:
+                continue
+            started = time.monotonic()
+            result = runner.run_case(case)
+            report.run_seconds += time.monotonic() - started
+            report.scenarios += 1
+            report.coverage.add(scenario, result.log)
+            refusal = _refused_field(result)
+            if refusal is not None:
+                if declared.refuse_field(refusal):
+                    report.refused[refusal] = result.messages[0]
+                    say(f"  the adapter refuses policy field {refusal}: later scenarios "
+                        f"leave it out")
+                continue
+            if result.model_undecided is not None:
+                report.undecided.append((scenario.index, result.model_undecided))
+            sig = signature(result)
+            if sig is None:
+                report.passed += 1
+            elif sig in by_signature:
+                by_signature[sig].seen += 1
+            else:
+                finding = _confirm(runner, scenario, case, result, sig, config, say)
+                by_signature[sig] = finding
+                report.findings.append(finding)
+                if not finding.flaky:
+                    _shrink(runner, finding, rules, caps, config, hs.name, say)
+                if not finding.flaky and not config.keep_going:
+                    break
+            if time.monotonic() - last_note > 10:
+                last_note = time.monotonic()
+                say(f"  ... {report.scenarios} scenarios, {report.per_second:.0f}/s, "
+                    f"{len(report.findings)} failure(s)")
+    report.seconds = time.monotonic() - t0
+    return report
+
+
+def _limit(config: ExploreConfig) -> str:
+    parts = []
+    if config.runs is not None:
+        parts.append(f"{config.runs} scenarios")
+    if config.budget_s is not None:
+        parts.append(f"a budget of {config.budget_s:g} s")
+    return " or ".join(parts) or "no limit"
+
+
+def _done(config: ExploreConfig, report: ExploreReport, t0: float) -> bool:
+    if config.runs is not None and report.scenarios >= config.runs:
+        return True
+    return config.budget_s is not None and time.monotonic() - t0 >= config.budget_s
+
+
+def _case(scenario: Scenario, rules: Mapping[str, str], caps: Sequence[str],
+          **kwargs: Any) -> Case | None:
+    if not scenario.well_formed():
+        return None
+    needs = needed_capabilities(scenario.steps())
+    if any(c not in caps for c in needs):
+        return None
+    case, _ = scenario.case(rules, needs, **kwargs)
+    return case
+
+
+def _refused_field(result: CaseResult) -> str | None:
+    """The policy field a refused ``create`` names (``unsupported``), if that is why the
+    scenario is an error."""
+    if result.status != "error" or not result.messages:
+        return None
+    message = result.messages[0]
+    if " create: the adapter refused it: unsupported" not in message:
+        return None
+    for field in POLICY_FIELDS:
+        if field in message:
+            return field
+    return None
+
+
+def _confirm(runner: Runner, scenario: Scenario, case: Case, result: CaseResult,
+             sig: tuple[str, str | None], config: ExploreConfig, say: Say) -> Finding:
+    """Re-run a failing scenario ``repeat`` times; count how often it fails the same way."""
+    finding = Finding(sig[0], sig[1], result.status, scenario, result)
+    say(f"  scenario {scenario.index}: {result.status.upper()} [{finding.label}]; "
+        f"re-running it {config.repeat} time(s)")
+    for _ in range(config.repeat):
+        again = runner.run_case(case)
+        finding.reruns += 1
+        if signature(again) == sig:
+            finding.reproduced += 1
+    if finding.flaky:
+        say(f"  FLAKY: failed the same way in {finding.reproduced} of {finding.reruns} "
+            f"re-run(s) (and the first run)")
+    return finding
+
+
+def _shrink(runner: Runner, finding: Finding, rules: Mapping[str, str],
+            caps: Sequence[str], config: ExploreConfig, runtime: str, say: Say) -> None:
+    sig = (finding.rule, finding.invariant)
+
+    def still_fails(candidate: Scenario) -> bool:
+        case = _case(candidate, rules, caps)
+        return case is not None and signature(runner.run_case(case)) == sig
+
+    def valid(candidate: Scenario) -> bool:
+        return _case(candidate, rules, caps) is not None
+
+    done = shrink(finding.scenario, still_fails, valid, max_seconds=config.shrink_seconds)
+    finding.shrunk, finding.shrink_runs, finding.shrink_seconds = (
+        done.scenario, done.runs, done.seconds)
+    before, after = finding.scenario.size, done.scenario.size
+    say(f"  shrunk in {done.runs} run(s), {done.seconds:.1f} s"
+        f"{'' if done.complete else ' (budget spent)'}: {before[0]} -> {after[0]} "
+        f"command(s), {before[1]} -> {after[1]} work(s), {before[2]} -> {after[2]} op(s)")
+    rule = finding.rule if finding.rule in rules else GENERATED_RULE
+    ident = case_id(finding.rule, finding.invariant, done.scenario.seed, done.scenario.index)
+    message = ""
+    case = _case(done.scenario, rules, caps, rule=rule, violation=finding.label, case=ident)
+    if case is not None:
+        final = runner.run_case(case)
+        finding.shrunk_result = final
+        message = final.messages[0] if final.messages else ""
+        finding.replayed = signature(final) == sig
+    if config.out is not None and case is not None:
+        raw = done.scenario.raw_case(case=ident, rule=rule,
+                                     violation=message or finding.label,
+                                     capabilities=needed_capabilities(done.scenario.steps()),
+                                     runtime=runtime)
+        config.out.mkdir(parents=True, exist_ok=True)
+        path = config.out / f"{ident}.json"
+        path.write_text(_case_text(raw), encoding="utf-8")
+        finding.case_file = path
+        say(f"  wrote {path}")
+
+
+def _case_text(raw: Mapping[str, Any]) -> str:
+    """A case file as the shipped ones are laid out: one step a line."""
+    head = {k: v for k, v in raw.items() if k != "steps"}
+    lines = ["{"]
+    for key, value in head.items():
+        lines.append(f"  {json.dumps(key)}: {json.dumps(value)},")
+    lines.append('  "steps": [')
+    steps = raw["steps"]
+    for i, step in enumerate(steps):
+        lines.append(f"    {json.dumps(step)}{',' if i < len(steps) - 1 else ''}")
+    lines.append("  ]")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
