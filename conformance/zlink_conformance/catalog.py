@@ -21,7 +21,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Final
 
-from .oracle.checks import KIND_REASONS, Check, parse_check
+from .oracle.checks import KIND_REASONS, KIND_RULES, Check, parse_check
 from .oracle.invariants import WorkInfo
 from .protocol.commands import command_problems
 from .protocol.routing import TargetInfo, route
@@ -64,6 +64,8 @@ class Command:
     rule: str = ""  # the rule a reply expectation observes, as for a check
     rule_text: str = ""
     why: str = ""
+    case_rules: tuple[str, ...] = ()  # the case's rules, context of a failure line
+    rule_texts: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
 
 Step = Command | Check
@@ -291,9 +293,10 @@ class _Builder:
         self.command(name, message, where)
         if expect is None:
             return Command(name, message)
-        rule = self.case_rules[0] if self.case_rules else ""
+        rule = ""  # a reply expectation leads with the evidence or the case's only rule
         return Command(name, message, expect, rule, self.rule_texts.get(rule, ""),
-                       KIND_REASONS["reply"])
+                       KIND_REASONS["reply"], tuple(self.case_rules),
+                       {r: self.rule_texts.get(r, "") for r in self.case_rules})
 
     def command(self, name: str, msg: Mapping[str, Any], where: str) -> None:
         target = msg.get("target")
@@ -433,19 +436,26 @@ class _Builder:
                                  f"this step")
 
     def attribute(self, check: Check, where: str) -> Check:
-        """Give the check its rule (its own, else the case's first), that rule's sentence
-        and a reason (its own ``why``, else the sentence of its kind). A check that ends
-        up without all three is a catalogue error."""
-        rule = check.rule or (self.case_rules[0] if self.case_rules else "")
+        """Give the check its rule, that rule's sentence, a reason (its own ``why``, else
+        the sentence of its kind) and the case's rules as context. Its rule is the one it
+        names, else the one its kind observes (``KIND_RULES``) when the case lists it;
+        a check with neither has no rule of its own: a failure of it leads with the rule
+        the log's evidence points at (the model, an invariant), else the case's only
+        rule, never the case's first by default (``Check.rule_for``). A named rule must
+        be the case's and have a statement, and every check needs a reason."""
+        implied = KIND_RULES.get(check.kind, "")
+        rule = check.rule or (implied if implied in self.case_rules else "")
         if check.rule and check.rule not in self.case_rules:
             self.problems.append(f"{where}: the check names rule {check.rule!r}, which the "
                                  f"case's 'rules' do not list")
         why = check.why or KIND_REASONS.get(check.kind, "")
         text = self.rule_texts.get(rule, "")
-        if not (rule and text and why):
+        if (rule and not text) or not why:
             self.problems.append(f"{where}: the check has no rule with a statement and a "
                                  f"reason (rule {rule!r}, why {why!r})")
-        return dataclasses.replace(check, rule=rule, rule_text=text, why=why)
+        return dataclasses.replace(
+            check, rule=rule, rule_text=text, why=why, case_rules=tuple(self.case_rules),
+            rule_texts={r: self.rule_texts.get(r, "") for r in self.case_rules})
 
     def finish(self) -> None:
         """Every work a check or a ``wait_for`` names is submitted somewhere."""

@@ -152,7 +152,7 @@ def test_settle_that_counts_woken_work_late_is_caught(
     assert main(args) == 1
     out = capsys.readouterr().out
     assert "NOT CONFORMING" in out and "FAIL" in out
-    assert "[model NoLostWakeup SE-6.5] settle reply" in out
+    assert "[SE-6.5 model NoLostWakeup] settle reply" in out
 
 
 UNKNOWN_BUG_STATUS = 2  # the README says so; this test holds the adapter to it
@@ -247,7 +247,7 @@ def test_SE_6_5_a_drain_run_on_the_submitting_thread_fails_the_family_on_four_th
     for result in broken.results:
         seen = (result.case.id, result.status, result.messages[:2])
         assert result.status == "failed", seen
-        assert any(m.startswith("[OffSubmitterStack SE-6.5]") for m in result.messages), seen
+        assert any(m.startswith("[SE-6.5 OffSubmitterStack]") for m in result.messages), seen
     with Runner(adapter_argv(), env={"ZLINK_JAVA_THREADS": FOUR}) as runner:
         correct = runner.run(cases)
     assert [(r.case.id, r.messages) for r in correct.results if r.status != "passed"] == []

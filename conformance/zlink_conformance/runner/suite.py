@@ -29,7 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from ..catalog import Case, Command
-from ..oracle.checks import Check, CheckContext, explain, match_reply
+from ..oracle.checks import Check, CheckContext, match_reply
+from ..oracle.evidence import Failing, lines
 from ..oracle.invariants import check_invariants
 from ..oracle.log import CaseLog
 from ..oracle.model import Divergence, check_model
@@ -434,24 +435,26 @@ class Runner:
             adapter = self._ready_adapter()
             adapter = self._begin_case(adapter, result)
             deadline = time.monotonic() + self.timeout
-            status, messages = self._execute(adapter, case, log, deadline)
+            status, pending = self._execute(adapter, case, log, deadline)
             tail: list[str] = []
             if status in ("passed", "failed"):
                 faults = verdict_order_faults(log.events)
                 if faults:
-                    status, messages = "error", faults
+                    status, pending = "error", list(faults)
         except AdapterError as exc:
             if self._adapter is not None:
                 self._adapter.kill()
                 self._adapter = None
-            status, messages, tail = "error", [exc.message], exc.stderr_tail
+            status, pending, tail = "error", [exc.message], exc.stderr_tail
         divergence = undecided = None
         if status in ("passed", "failed"):
-            verdict = check_model(log)
+            verdict = check_model(log, single_resource="single_execution_resource"
+                                  in self.handshake.capabilities)
             divergence, undecided = verdict.divergence, verdict.undecided
             if divergence is not None:
                 status = "failed"
-                messages.append(divergence.message())
+                pending.append(divergence.message())
+        messages = lines(pending, log, CheckContext(self.handshake.reply), divergence)
         if self._adapter is not None:
             late = self._close_case(deadline)
             if late is not None and status == "error":
@@ -573,7 +576,7 @@ class Runner:
         return ident, reply, None
 
     def _execute(self, adapter: AdapterProcess, case: Case, log: CaseLog, deadline: float
-                 ) -> tuple[str, list[str]]:
+                 ) -> tuple[str, list[str | Failing]]:
         assert self.handshake is not None
         ctx = CheckContext(self.handshake.reply)
         ids: dict[int, int] = {}  # case command number -> wire id
@@ -601,10 +604,9 @@ class Runner:
         number = 0
         for i, step in enumerate(case.steps):
             if isinstance(step, Check):
-                problems = step.evaluate(log, ctx)
-                if problems:
-                    return "failed", [f"steps[{i}] {step.kind}: {p}" for p in problems] \
-                        + check_invariants(log, _renumbered(case, ids))
+                if step.evaluate(log, ctx):
+                    return "failed", [Failing(f"steps[{i}] {step.kind}", step),
+                                      *check_invariants(log, _renumbered(case, ids))]
                 continue
             number += 1
             if step.name == "settle":
@@ -620,17 +622,17 @@ class Runner:
             if isinstance(step, Command) and step.expect is not None:
                 problems = match_reply(step.expect, dict(reply.fields), f"{step.name} reply")
                 if problems:
-                    return "failed", [f"steps[{i}] {step.name} reply: "
-                                      f"{explain(step.rule, step.rule_text, step.why, p)}"
-                                      for p in problems]
+                    return "failed", [Failing(f"steps[{i}] {step.name} reply", None,
+                                              tuple(problems), step.why, step.case_rules,
+                                              step.rule_texts)]
         _, reply, early = self._settle(adapter, log, deadline, "the final settle")
         if not reply.ok:
             return "error", [f"final settle refused: {reply.error_kind}: {reply.error_message}"]
         if early is not None:
             return "error", [early]
-        messages = []
-        for i, check in enumerate(case.expect):
-            messages += [f"expect[{i}] {check.kind}: {p}" for p in check.evaluate(log, ctx)]
+        messages: list[str | Failing] = [
+            Failing(f"expect[{i}] {check.kind}", check)
+            for i, check in enumerate(case.expect) if check.evaluate(log, ctx)]
         messages += check_invariants(log, _renumbered(case, ids))
         return ("failed" if messages else "passed"), messages
 
