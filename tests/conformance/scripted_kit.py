@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from zlink_conformance.catalog import load_catalogue
-from zlink_conformance.runner import CaseResult, Runner
+from zlink_conformance.runner import CaseResult, Runner, SuiteReport
 
 from kit_helpers import child_env, fake
 
@@ -22,13 +22,24 @@ def run_scripted(tmp_path: Path, case: dict[str, Any], steps: list[dict[str, Any
                  capabilities: list[str] | None = None, surface: dict[str, Any] | None = None,
                  timeout: float = 10.0) -> CaseResult:
     """Run ``case`` (given ``id``, ``rules``, ``steps``; by default it needs ``actor`` and
-    expects work ``a`` finished)
-    against an adapter that writes ``steps`` (the scripted fake's format)."""
+    expects work ``a`` finished) against an adapter that writes ``steps`` (the scripted
+    fake's format)."""
+    return run_scripted_cases(tmp_path, [case], steps, capabilities=capabilities,
+                              surface=surface, timeout=timeout).results[0]
+
+
+def run_scripted_cases(tmp_path: Path, cases_: list[dict[str, Any]],
+                       steps: list[dict[str, Any]], *, capabilities: list[str] | None = None,
+                       surface: dict[str, Any] | None = None,
+                       timeout: float = 10.0) -> SuiteReport:
+    """Run several cases (in the order of their IDs) on one scripted adapter."""
     cases = tmp_path / "cases"
     cases.mkdir(exist_ok=True)
-    raw = {"strength": "required", "capabilities": ["actor"], "intent": "a scripted log",
-           "expect": [{"check": "status", "works": {"a": "finished"}}], **case}
-    (cases / f"{raw['id']}.json").write_text(json.dumps(raw))
+    for case in cases_:
+        raw = {"strength": "required", "capabilities": ["actor"],
+               "intent": "a scripted log",
+               "expect": [{"check": "status", "works": {"a": "finished"}}], **case}
+        (cases / f"{raw['id']}.json").write_text(json.dumps(raw))
     script = tmp_path / "script.json"
     caps = capabilities if capabilities is not None else ["actor"]
     script.write_text(json.dumps({"capabilities": caps, "surface": surface or {},
@@ -36,5 +47,4 @@ def run_scripted(tmp_path: Path, case: dict[str, Any], steps: list[dict[str, Any
     catalogue = load_catalogue(cases)
     with Runner(fake("scripted"), env=child_env(FAKE_SCRIPT=str(script)),
                 timeout=timeout, handshake_timeout=10.0) as runner:
-        report = runner.run(list(catalogue.cases))
-    return report.results[0]
+        return runner.run(list(catalogue.cases))

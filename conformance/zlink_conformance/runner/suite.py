@@ -340,6 +340,9 @@ class Runner:
         # reply to an earlier case's command is charged to that case (AP-2).
         self._cases_by_id: list[tuple[int, CaseResult]] = []
         self._previous: CaseResult | None = None  # the last case run on this adapter
+        # Whether the running case's last command was a settle that answered (then an
+        # event before the reset that ends the case breaks that settle's AP-5).
+        self._settled_last = False
 
     # --------------------------------------------------------------- adapter
     def start(self) -> Handshake:
@@ -456,7 +459,7 @@ class Runner:
                 pending.append(divergence.message())
         messages = lines(pending, log, CheckContext(self.handshake.reply), divergence)
         if self._adapter is not None:
-            late = self._close_case(deadline)
+            late = self._close_case(deadline, log)
             if late is not None and status == "error":
                 messages.append(late)
             elif late is not None:
@@ -505,14 +508,20 @@ class Runner:
     def _adapter_tail(self) -> list[str]:
         return self._adapter.stderr_tail() if self._adapter is not None else []
 
-    def _close_case(self, deadline: float) -> str | None:
+    def _close_case(self, deadline: float, log: CaseLog) -> str | None:
         """End the case with the ``reset`` that readies the adapter for the next one, and
-        a confirming ``settle`` after it. An event written before the reset's reply is
-        still this case's and breaks AP-6 (this case's settle had answered); anything
-        before the confirmation's reply (a second reply to the reset, an event) and any
-        line already read after it is this case's too (AP-2, AP-6). Returns that fault's
-        message, or None. After a fault the adapter is ended, so the next case starts on
-        a fresh one."""
+        a confirming ``settle`` after it, implementing AP-6 exactly: everything written
+        before the reset's reply is this case's, nothing may come after it.
+
+        An event before the reset's reply is this case's. If the case's last command was
+        a ``settle`` that answered, that settle promised nothing could progress, so the
+        event breaks AP-5; a case that stopped without one (a refused command) is judged
+        on its reset reply alone, and its events are recorded in its log, no fault (a
+        threaded runtime's accepted work may well end meanwhile). Anything before the
+        confirmation's reply (a second reply to the reset, an event) and any line already
+        read after it is this case's AP-6 (or AP-2) fault. Returns that fault's message,
+        or None. After a fault the adapter is ended, so the next case starts on a fresh
+        one."""
         adapter = self._adapter
         assert adapter is not None
         late: list[Event] = []
@@ -539,11 +548,16 @@ class Runner:
             if exc.message.startswith("adapter fault"):
                 return f"{exc.message} (after the case, at the reset that ends it)"
             return f"after the case, at the reset that ends it: {exc.message}"
-        if late:
-            problem = adapter_fault("AP-6", f"{len(late)} event(s) of this case came after "
-                                            f"its last settle had answered, before the reply "
-                                            f"to the reset that ends it ({first_events(late)})")
-        elif problem is None and not reply.ok:
+        if late and self._settled_last:
+            problem = adapter_fault(
+                "AP-5", f"{len(late)} event(s) came after the reply to the case's last "
+                        f"settle, before the reply to the reset that ends it "
+                        f"({first_events(late)}): the settle answered while work could "
+                        f"still progress")
+        elif late:
+            for event in late:  # the case's own, before the reply that ends it (AP-6)
+                log.record_event(event)
+        if problem is None and not reply.ok:
             problem = f"reset refused: {reply.error_kind}: {reply.error_message}"
         if problem is not None:
             adapter.kill()
@@ -558,10 +572,12 @@ class Runner:
         an event before the confirmation's reply means the first one answered early
         (AP-5), an adapter fault of this case. The confirmation is not part of the log."""
         log.sent({"cmd": "settle"})
+        self._settled_last = False
         ident, reply = adapter.request({"cmd": "settle"}, deadline, log.record_event)
         log.reply(reply)
         if not reply.ok:
             return ident, reply, None
+        self._settled_last = True
         early: list[Event] = []
         if self.strict_settle > 0:
             adapter.quiet(min(self.strict_settle, max(deadline - time.monotonic(), 0.0)),
@@ -581,7 +597,10 @@ class Runner:
         ctx = CheckContext(self.handshake.reply)
         ids: dict[int, int] = {}  # case command number -> wire id
 
+        self._settled_last = False
+
         def send(message: Mapping[str, Any]) -> tuple[int, Any]:
+            self._settled_last = False
             log.sent(dict(message))
             ident, reply = adapter.request(message, deadline, log.record_event)
             log.reply(reply)
