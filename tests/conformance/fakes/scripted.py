@@ -10,8 +10,9 @@ FAKE_SCRIPT names a JSON file::
 Each command the runner sends (after ``hello``) is matched against the next step: when
 the step's ``cmd`` (and ``work``, if given) are the command's, the step is used up: its
 ``events`` are written before the reply, then, ``delay`` seconds later, its ``reply``
-fields (or its ``error``, a refusal); ``hang`` writes the events and then never answers nor reads again; ``thread``
-writes its events from another thread ``delay`` seconds after the reply, as a
+fields (or its ``error``, a refusal); ``hang`` writes the events and then never
+answers nor reads again; ``thread`` writes its events from another thread ``delay``
+seconds after the reply, as a
 multi-threaded runtime's work would. Any other command gets a plain reply (``settle``:
 ``now_ms`` 0, ``submit``: ``verdict`` accepted). So a test states the log a runtime
 would produce, and the runner judges it like any other.
