@@ -67,8 +67,11 @@ def test_AP_5_6_7_protocol_faults_are_adapter_faults_of_the_case_that_caused_the
     an error naming the protocol rule, never a failure of a runtime rule, and the cases
     around it pass (nothing is charged to the next case)."""
     cases = select(catalogue, THREE)
-    with Runner(fake("misbehaving"), env=child_env(FAKE_FAULT=fault), timeout=10,
-                strict_settle=strict) as runner:
+    # On a runtime with one execution resource a start before the verdict is SE-6.5 from
+    # the order alone (oracle.inference); AP-7 is the adapter's on any other runtime.
+    drop = "single_execution_resource" if rule == "AP-7" else ""
+    with Runner(fake("misbehaving"), env=child_env(FAKE_FAULT=fault, FAKE_DROP=drop),
+                timeout=10, strict_settle=strict) as runner:
         report = runner.run(cases)
     assert [r.status for r in report.results] == ["passed", "error", "passed"]
     broken = report.results[1]
@@ -76,8 +79,8 @@ def test_AP_5_6_7_protocol_faults_are_adapter_faults_of_the_case_that_caused_the
     assert seen in broken.messages[0]
     assert f"protocol rule {rule}: " in broken.messages[0]
     assert "specs/adapter-protocol.md" in broken.messages[0]
-    assert not any(" model" in m or "D-11 " in m or "SE-6.5" in m
-                   for m in broken.messages), broken.messages
+    # never judged as a runtime rule: no line leads with one
+    assert not any(m.startswith("[") for m in broken.messages), broken.messages
     assert broken.divergence is None
     assert report.restarts == (1 if fault == "late_event" else 0)
 

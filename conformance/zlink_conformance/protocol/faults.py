@@ -65,5 +65,7 @@ def verdict_order_faults(events: Sequence[tuple[int, Event]]) -> list[str]:
             if before.name not in ("accepted", "rejected"):
                 out.append(adapter_fault(
                     "AP-7", f"{work}: {event.name}@{pos} was written after "
-                            f"{before.name}@{before_pos}"))
+                            f"{before.name}@{before_pos} (if the runtime ran the work inside "
+                            f"its submit call, the on_submitter_stack mark of capability "
+                            f"submitter_stack lets the kit judge it as SE-6.5)"))
     return out

@@ -31,12 +31,20 @@ from typing import Any
 from ..catalog import Case, Command
 from ..oracle.checks import Check, CheckContext, match_reply
 from ..oracle.evidence import Failing, lines
+from ..oracle.inference import hang_evidence, inline_starts
 from ..oracle.invariants import check_invariants
 from ..oracle.log import CaseLog
 from ..oracle.model import Divergence, check_model
 from ..protocol.faults import adapter_fault, first_events, verdict_order_faults
 from ..protocol.wire import Event, Reply
-from .process import AdapterError, AdapterProcess, AdapterProtocolError, Handshake, WireTap
+from .process import (
+    AdapterError,
+    AdapterHungError,
+    AdapterProcess,
+    AdapterProtocolError,
+    Handshake,
+    WireTap,
+)
 
 __all__ = [
     "DEFAULT_HANDSHAKE_TIMEOUT",
@@ -434,6 +442,7 @@ class Runner:
         # A restart is bounded by the handshake timeout; the case's own bound starts
         # once its adapter is ready.
         deadline = t0 + self.timeout
+        inferred = False  # judged from what the order of events shows (oracle.inference)
         try:
             adapter = self._ready_adapter()
             adapter = self._begin_case(adapter, result)
@@ -441,18 +450,32 @@ class Runner:
             status, pending = self._execute(adapter, case, log, deadline)
             tail: list[str] = []
             if status in ("passed", "failed"):
+                inline = inline_starts(log, single_resource=self._single_resource())
                 faults = verdict_order_faults(log.events)
-                if faults:
+                if inline:
+                    # Inferred from the order: the runtime's SE-6.5, not the adapter's
+                    # AP-7 (oracle.inference); the model has no step for it.
+                    status, pending, inferred = "failed", [*inline, *pending], True
+                elif faults:
                     status, pending = "error", list(faults)
         except AdapterError as exc:
             if self._adapter is not None:
                 self._adapter.kill()
                 self._adapter = None
             status, pending, tail = "error", [exc.message], exc.stderr_tail
+            if isinstance(exc, AdapterHungError):
+                # A hang the log shows to be the runtime's is a verdict on it; the
+                # adapter was ended all the same, and the next case gets a fresh one.
+                found = hang_evidence(log, case.works, exc.message,
+                                      single_resource=self._single_resource())
+                if found is not None:
+                    status, pending, inferred = "failed", [found], True
         divergence = undecided = None
-        if status in ("passed", "failed"):
-            verdict = check_model(log, single_resource="single_execution_resource"
-                                  in self.handshake.capabilities)
+        if inferred:
+            undecided = "the runtime ran a work inside its submit call or starved; the " \
+                        "model has no step for either"
+        elif status in ("passed", "failed"):
+            verdict = check_model(log, single_resource=self._single_resource())
             divergence, undecided = verdict.divergence, verdict.undecided
             if divergence is not None:
                 status = "failed"
@@ -471,6 +494,11 @@ class Runner:
         if self.transcripts is not None:
             self._write_transcript(result)
         return result
+
+    def _single_resource(self) -> bool:
+        """The adapter declared one execution resource for every owner."""
+        return self.handshake is not None and \
+            "single_execution_resource" in self.handshake.capabilities
 
     def _begin_case(self, adapter: AdapterProcess, result: CaseResult) -> AdapterProcess:
         """Ready the adapter for a case. A line the adapter wrote after the case before

@@ -7,8 +7,9 @@ FAKE_SCRIPT names a JSON file::
                 "error": {"kind": "unsupported", "message": "..."}, "hang": true,
                 "thread": {"delay": 0.2, "events": [...]}}, ...]}
 
-Each command the runner sends (after ``hello``) is matched against the next step: when
-the step's ``cmd`` (and ``work``, if given) are the command's, the step is used up: its
+Each command the runner sends (after ``hello``) is matched against the next step (a
+command naming a work, against the first step naming that work): when the step's
+``cmd`` (and ``work``, if given) are the command's, the step is used up: its
 ``events`` are written before the reply, then, ``delay`` seconds later, its ``reply``
 fields (or its ``error``, a refusal); ``hang`` writes the events and then never
 answers nor reads again; ``thread`` writes its events from another thread ``delay``
@@ -59,6 +60,11 @@ def main() -> None:
         if steps and steps[0].get("cmd") == name and steps[0].get("work", cmd.get("work")) \
                 == cmd.get("work"):
             step = steps.pop(0)
+        elif "work" in cmd:  # a submit's step is found by its work wherever it stands
+            for i, candidate in enumerate(steps):
+                if candidate.get("cmd") == name and candidate.get("work") == cmd["work"]:
+                    step = steps.pop(i)
+                    break
         for event in step.get("events", []):
             write(event)
         if step.get("hang"):
