@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import hashlib
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -35,6 +36,8 @@ __all__ = [
     "Command",
     "SelectionError",
     "Step",
+    "catalogue_dir",
+    "content_digest",
     "load_catalogue",
     "select",
 ]
@@ -86,6 +89,9 @@ class Case:
     works: Mapping[str, WorkInfo]
     targets: Mapping[str, TargetInfo]
     path: str
+    # sha256 of the case file's content as canonical JSON (sorted keys, no spacing): what
+    # a case-set digest and ``cases --changes-since`` compare (layout changes do not count).
+    digest: str = ""
 
     @property
     def required(self) -> bool:
@@ -124,8 +130,12 @@ def _under(rule: str, family: str) -> bool:
 
 
 # ------------------------------------------------------------------------ loading
-def _data_dir() -> Path:
+def catalogue_dir() -> Path:
+    """The directory of the shipped case files."""
     return Path(str(resources.files("zlink_conformance") / "cases"))
+
+
+_data_dir = catalogue_dir
 
 
 def load_catalogue(directory: str | Path | None = None) -> Catalogue:
@@ -253,8 +263,15 @@ def parse_case(raw: Any, filename: str, rules: Mapping[str, str],
         id=case_id, strength=str(strength), rules=tuple(case_rules), capabilities=tuple(caps),
         intent=str(raw.get("intent", "")), notes=str(raw.get("notes", "")), steps=tuple(steps),
         expect=tuple(expect), works=dict(builder.works), targets=dict(builder.targets),
-        path=filename,
+        path=filename, digest=content_digest(raw),
     ), []
+
+
+def content_digest(raw: Any) -> str:
+    """sha256 (hex) of a case's content as canonical JSON: the same for every layout of
+    the same case file, different for any change of what it says."""
+    text = json.dumps(raw, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 class _Builder:

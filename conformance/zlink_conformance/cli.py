@@ -11,6 +11,7 @@ self-test over the reference's mutants.
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import shlex
 import sys
@@ -19,7 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .catalog import CaseError, SelectionError, load_catalogue, select
+from .catalog import CaseError, SelectionError, catalogue_dir, load_catalogue, select
+from .identity import changes_since, identify, load_releases
 from .known import KnownFailuresError, load_known_failures
 from .oracle.log import CaseLog
 from .report import (
@@ -118,6 +120,19 @@ def configure(p: argparse.ArgumentParser, host: Host = KIT) -> None:
     list_p = sub.add_parser("list", help="list the cases, their rules and capabilities",
                             description="List the cases (after --only/--skip) and the rules.")
     _filters(list_p)
+    cases_p = sub.add_parser(
+        "cases", help="say what changed in the case set since a released version",
+        description="Compare the shipped cases with the case set a released version of the "
+                    "kit recorded (cases/releases.json): the cases added since, changed "
+                    "(their content differs) and retired. --digests prints the current "
+                    "case set as such a record.")
+    which = cases_p.add_mutually_exclusive_group(required=True)
+    which.add_argument("--changes-since", metavar="VERSION",
+                       help="a released kit version, e.g. 0.2.0")
+    which.add_argument("--digests", action="store_true",
+                       help="print every case's content digest (a release's record) as JSON")
+    cases_p.add_argument("--cases", type=Path, metavar="DIR",
+                         help="read case files from DIR instead of the shipped ones")
     rep_p = sub.add_parser("resend", aliases=["replay"],
                            help="send one case's recorded commands to an adapter again "
                                 "and judge the result (old name: replay)",
@@ -198,7 +213,8 @@ def run(args: argparse.Namespace) -> int:
     prog = host.prog
     action = getattr(args, "conformance_action", None)
     if action is None:
-        print(f"{prog}: choose an action: run, list or resend (see --help)", file=sys.stderr)
+        print(f"{prog}: choose an action: run, list, cases or resend (see --help)",
+              file=sys.stderr)
         return 2
     handler = getattr(args, "conformance_handler", None)
     if handler is not None:  # an action the host added
@@ -206,6 +222,8 @@ def run(args: argparse.Namespace) -> int:
         return code
     if action in ("resend", "replay"):
         return resend_command(args)
+    if action == "cases":
+        return cases_command(args)
     try:
         catalogue = load_catalogue(args.cases)
         cases = select(catalogue, args.only, args.skip)
@@ -224,7 +242,10 @@ def run(args: argparse.Namespace) -> int:
     known: dict[str, str] = {}
     if args.expect_fail is not None:
         try:
-            known = dict(load_known_failures(args.expect_fail, catalogue).reasons)
+            listed = load_known_failures(args.expect_fail, catalogue)
+            known = dict(listed.reasons)
+            for note in listed.notes:
+                put(sys.stderr, f"{prog}: note: --expect-fail {display(note)}\n")
         except KnownFailuresError as exc:
             print(f"{prog}: --expect-fail {exc}", file=sys.stderr)
             return 2
@@ -232,6 +253,7 @@ def run(args: argparse.Namespace) -> int:
     if argv is None:
         return 2
     reports: list[SuiteReport] = []
+    print(f"suite: {identify(cases).line()}")
     for number in range(1, args.repeat + 1):
         if args.repeat > 1:
             print(f"--- run {number}/{args.repeat}")
@@ -281,6 +303,30 @@ def run(args: argparse.Namespace) -> int:
         print(f"wrote {args.html}")
     ok = first.success(allow_skips=args.allow_skips) and not differences
     return 0 if ok else 1
+
+
+def cases_command(args: argparse.Namespace) -> int:
+    """``cases --changes-since VERSION``: the cases added, changed (by content digest) and
+    retired since a released version; ``cases --digests``: the record of this case set."""
+    prog = args.conformance_host.prog
+    try:
+        catalogue = load_catalogue(args.cases)
+        releases = load_releases(args.cases or catalogue_dir())
+    except CaseError as exc:
+        print(f"{prog}: {exc}", file=sys.stderr)
+        return 2
+    if args.digests:
+        print(json.dumps({c.id: c.digest for c in catalogue.cases}, indent=2))
+        return 0
+    try:
+        changes = changes_since(args.changes_since, catalogue, releases)
+    except KeyError:
+        known = ", ".join(sorted(releases)) or "none"
+        print(f"{prog}: cases --changes-since {args.changes_since}: no case set recorded for "
+              f"that version (recorded: {known})", file=sys.stderr)
+        return 2
+    print("\n".join(changes.lines()))
+    return 0
 
 
 def _differences(reports: list[SuiteReport]) -> list[str]:

@@ -56,6 +56,9 @@ def junit_xml(report: SuiteReport, *, allow_skips: bool | None = None) -> str:
     })
     props = ET.SubElement(suite, "properties")
     ET.SubElement(props, "property", {"name": "verdict", "value": verdict.line()})
+    if report.suite is not None:
+        for name, value in report.suite.to_json().items():
+            ET.SubElement(props, "property", {"name": name, "value": str(value)})
     ET.SubElement(props, "property", {"name": "conformance",
                                       "value": verdict.conformance()})
     ET.SubElement(props, "property", {"name": "adapter",

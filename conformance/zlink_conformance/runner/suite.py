@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ..catalog import Case, Command
+from ..identity import SuiteIdentity, identify
 from ..oracle.checks import Check, CheckContext, match_reply
 from ..oracle.evidence import Failing, lines
 from ..oracle.inference import hang_evidence, inline_starts
@@ -250,6 +251,7 @@ class SuiteReport:
     restarts: int = 0
     allow_skips: bool = False  # how the run was judged (--allow-skips)
     started_at: float | None = None  # wall clock (time.time()) when the run began
+    suite: SuiteIdentity | None = None  # kit and protocol versions, case-set digest
 
     def count(self, status: str, *, required: bool | None = None) -> int:
         """How many cases ended with ``status`` (only required/optional ones if given)."""
@@ -285,6 +287,7 @@ class SuiteReport:
         """The whole report as plain data (``--json``)."""
         hs = self.handshake
         return {
+            "suite": self.suite.to_json() if self.suite is not None else None,
             "adapter": self.adapter,
             "runtime": dict(hs.runtime) if hs else None,
             "capabilities": list(hs.capabilities) if hs else [],
@@ -419,7 +422,7 @@ class Runner:
             if progress is not None:
                 progress(index, len(cases), result)
         return SuiteReport(self.argv, self.handshake, results, time.monotonic() - t0,
-                           self.restarts, started_at=started_at)
+                           self.restarts, started_at=started_at, suite=identify(cases))
 
     def run_case(self, case: Case) -> CaseResult:
         """Run one case and judge it."""
