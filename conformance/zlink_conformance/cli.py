@@ -24,6 +24,7 @@ from .catalog import CaseError, SelectionError, catalogue_dir, load_catalogue, s
 from .identity import changes_since, identify, load_releases
 from .known import KnownFailuresError, load_known_failures
 from .oracle.log import CaseLog
+from .profiles import PROFILES, coverage, in_profile
 from .report import (
     ConsoleReporter,
     print_catalogue,
@@ -120,6 +121,12 @@ def configure(p: argparse.ArgumentParser, host: Host = KIT) -> None:
     list_p = sub.add_parser("list", help="list the cases, their rules and capabilities",
                             description="List the cases (after --only/--skip) and the rules.")
     _filters(list_p)
+    list_p.add_argument("--capabilities", metavar="CAPS",
+                        help="comma-separated capabilities of a runtime: say how many cases "
+                             "it runs and what each missing capability would add")
+    list_p.add_argument("--hello", type=Path, metavar="FILE",
+                        help="the same for the capabilities of a handshake reply (a JSON "
+                             "object with 'capabilities', as the adapter answers hello)")
     cases_p = sub.add_parser(
         "cases", help="say what changed in the case set since a released version",
         description="Compare the shipped cases with the case set a released version of the "
@@ -177,6 +184,9 @@ def _filters(p: argparse.ArgumentParser) -> None:
                    help="a case ID or rule ID to leave out (repeatable)")
     p.add_argument("--cases", type=Path, metavar="DIR",
                    help="read case files from DIR instead of the shipped ones")
+    p.add_argument("--profile", choices=sorted(PROFILES),
+                   help="keep only the cases a runtime of this profile can run (core: an "
+                        "Actor, a PerActor Spot and an Entry Spot, nothing more)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -230,8 +240,15 @@ def run(args: argparse.Namespace) -> int:
     except (CaseError, SelectionError) as exc:
         print(f"{prog}: {exc}", file=sys.stderr)
         return 2
+    if args.profile is not None:
+        cases = in_profile(cases, args.profile)
     if action == "list":
         print_catalogue(catalogue, cases)
+        declared = _declared(args, prog)
+        if declared is None:
+            return 2
+        if declared:
+            print("\n" + "\n".join(coverage(cases, declared[1]).lines()))
         return 0
     if not cases:
         print(f"{prog}: the filters select no case", file=sys.stderr)
@@ -303,6 +320,27 @@ def run(args: argparse.Namespace) -> int:
         print(f"wrote {args.html}")
     ok = first.success(allow_skips=args.allow_skips) and not differences
     return 0 if ok else 1
+
+
+def _declared(args: argparse.Namespace, prog: str) -> tuple[str, list[str]] | tuple[()] | None:
+    """The capabilities ``list --capabilities``/``--hello`` names, as (where, list); ()
+    when neither is given; None (after a message) when the file is unusable."""
+    if args.capabilities is not None:
+        return "--capabilities", [c.strip() for c in args.capabilities.split(",") if c.strip()]
+    if args.hello is None:
+        return ()
+    try:
+        data = json.loads(args.hello.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        print(f"{prog}: --hello {args.hello}: cannot read a JSON object: {exc}",
+              file=sys.stderr)
+        return None
+    caps = data.get("capabilities") if isinstance(data, dict) else None
+    if not isinstance(caps, list) or not all(isinstance(c, str) for c in caps):
+        print(f"{prog}: --hello {args.hello}: 'capabilities' must be a list of strings",
+              file=sys.stderr)
+        return None
+    return "--hello", caps
 
 
 def cases_command(args: argparse.Namespace) -> int:

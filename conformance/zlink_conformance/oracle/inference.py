@@ -27,6 +27,13 @@ would be an error of the adapter. But two hangs are the runtime's, and the log s
   ``single_execution_resource`` parks its works at awaits, which hold no thread, so
   there the same hang is not read as starvation but left to the adapter.
 
+- **A work that waits for later work of its own owner.** A work that started and has not
+  ended runs a ``wait_for`` on a work its own owner admitted, which has not started: it
+  can only start once the waiting work gives the turn back, which it never does. SE-8.2
+  demands an immediate error at that wait, never a deadlock, so a hang there fails
+  SE-8.2, whatever any command the runner was waiting for (the detection declared or
+  not: without it the runtime is expected to hang, and that is the failure).
+
 Anything else a hang shows is left as the adapter's error: the log cannot tell a hung
 runtime from a hung adapter.
 """
@@ -73,6 +80,9 @@ def hang_evidence(log: CaseLog, works: Mapping[str, WorkInfo], hung: str,
     if command is None:
         return None
     name = command.get("cmd")
+    self_wait = _self_wait(log, works, hung)
+    if self_wait is not None:
+        return self_wait
     if name == "submit":
         return _inline_submit(log, str(command.get("work")), hung)
     if name == "settle" and not single_resource:
@@ -106,6 +116,52 @@ def _inline_submit(log: CaseLog, work: str, hung: str) -> str | None:
             f"{work} started@{starts[0]} inside the submit call and {state} ({how}): the "
             f"runtime ran the drain on the submitter's stack, which must be posted, never run "
             f"by the submitter; seen as: {hung}")
+
+
+def _scripts(log: CaseLog) -> dict[str, list[Any]]:
+    """Each work's script, from the submit commands the runner sent (nested ones too)."""
+    out: dict[str, list[Any]] = {}
+
+    def visit(submission: Mapping[str, Any]) -> None:
+        script = submission.get("script")
+        if isinstance(submission.get("work"), str) and isinstance(script, list):
+            out[submission["work"]] = script
+            for op in script:
+                if isinstance(op, dict) and op.get("op") == "submit":
+                    visit(op)
+
+    for direction, message in log.entries:
+        if direction == "sent" and message.get("cmd") == "submit":
+            visit(message)
+        elif direction == "sent" and message.get("cmd") == "submit_concurrent":
+            for submission in message.get("submissions", []):
+                if isinstance(submission, dict):
+                    visit(submission)
+    return out
+
+
+def _self_wait(log: CaseLog, works: Mapping[str, WorkInfo], hung: str) -> str | None:
+    for work, script in _scripts(log).items():
+        names = log.names(work)
+        if "started" not in names or any(n in TERMINAL for n in names):
+            continue
+        info = works.get(work)
+        for op in script:
+            if not isinstance(op, dict) or op.get("op") != "wait_for":
+                continue
+            other = str(op.get("work"))
+            target = works.get(other)
+            if info is None or target is None or target.route.run != info.route.run:
+                continue
+            if "started" in log.names(other) or "waited" in names:
+                continue
+            start = log.first("started", work)
+            return (f"[SE-8.2] {work} (started@{start}, not ended) waits synchronously for "
+                    f"{other}, which its own owner {info.route.run} admitted and which cannot "
+                    f"start while {work} holds the turn: a deadlock; a wait for the same "
+                    f"coordinator's work must raise at once (error kind reentrancy); seen "
+                    f"as: {hung}")
+    return None
 
 
 def _starved_settle(log: CaseLog, works: Mapping[str, WorkInfo], hung: str) -> str | None:
