@@ -243,12 +243,14 @@ def run(args: argparse.Namespace) -> int:
     if args.profile is not None:
         cases = in_profile(cases, args.profile)
     if action == "list":
-        print_catalogue(catalogue, cases)
-        declared = _declared(args, prog)
-        if declared is None:
+        try:
+            declared = _declared(args)
+        except _BadHelloError as exc:
+            print(f"{prog}: {exc}", file=sys.stderr)
             return 2
-        if declared:
-            print("\n" + "\n".join(coverage(cases, declared[1]).lines()))
+        print_catalogue(catalogue, cases)
+        if declared is not None:
+            print("\n" + "\n".join(coverage(cases, declared).lines()))
         return 0
     if not cases:
         print(f"{prog}: the filters select no case", file=sys.stderr)
@@ -322,25 +324,27 @@ def run(args: argparse.Namespace) -> int:
     return 0 if ok else 1
 
 
-def _declared(args: argparse.Namespace, prog: str) -> tuple[str, list[str]] | tuple[()] | None:
-    """The capabilities ``list --capabilities``/``--hello`` names, as (where, list); ()
-    when neither is given; None (after a message) when the file is unusable."""
+class _BadHelloError(Exception):
+    """``list --hello FILE`` names a file that is not a handshake reply."""
+
+
+def _declared(args: argparse.Namespace) -> list[str] | None:
+    """The capabilities ``list --capabilities``/``--hello`` names, or None when neither
+    is given (``_BadHelloError`` when the file is unusable)."""
     if args.capabilities is not None:
-        return "--capabilities", [c.strip() for c in args.capabilities.split(",") if c.strip()]
+        return [c.strip() for c in args.capabilities.split(",") if c.strip()]
     if args.hello is None:
-        return ()
+        return None
     try:
         data = json.loads(args.hello.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        print(f"{prog}: --hello {args.hello}: cannot read a JSON object: {exc}",
-              file=sys.stderr)
-        return None
+        raise _BadHelloError(f"--hello {args.hello}: cannot read a JSON object: {exc}"
+                             ) from None
     caps = data.get("capabilities") if isinstance(data, dict) else None
     if not isinstance(caps, list) or not all(isinstance(c, str) for c in caps):
-        print(f"{prog}: --hello {args.hello}: 'capabilities' must be a list of strings",
-              file=sys.stderr)
-        return None
-    return "--hello", caps
+        raise _BadHelloError(f"--hello {args.hello}: 'capabilities' must be a list of "
+                             f"strings")
+    return caps
 
 
 def cases_command(args: argparse.Namespace) -> int:
