@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import hashlib
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -21,7 +22,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Final
 
-from .oracle.checks import KIND_REASONS, Check, parse_check
+from .oracle.checks import KIND_REASONS, KIND_RULES, Check, parse_check
 from .oracle.invariants import WorkInfo
 from .protocol.commands import command_problems
 from .protocol.routing import TargetInfo, route
@@ -35,6 +36,8 @@ __all__ = [
     "Command",
     "SelectionError",
     "Step",
+    "catalogue_dir",
+    "content_digest",
     "load_catalogue",
     "needed_capabilities",
     "parse_case",
@@ -69,6 +72,8 @@ class Command:
     rule: str = ""  # the rule a reply expectation observes, as for a check
     rule_text: str = ""
     why: str = ""
+    case_rules: tuple[str, ...] = ()  # the case's rules, context of a failure line
+    rule_texts: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
 
 Step = Command | Check
@@ -90,6 +95,9 @@ class Case:
     targets: Mapping[str, TargetInfo]
     path: str
     found: Mapping[str, Any] | None = None  # seed, strategy, ... of a found case
+    # sha256 of the case file's content as canonical JSON (sorted keys, no spacing): what
+    # a case-set digest and ``cases --changes-since`` compare (layout changes do not count).
+    digest: str = ""
 
     @property
     def required(self) -> bool:
@@ -128,8 +136,12 @@ def _under(rule: str, family: str) -> bool:
 
 
 # ------------------------------------------------------------------------ loading
-def _data_dir() -> Path:
+def catalogue_dir() -> Path:
+    """The directory of the shipped case files."""
     return Path(str(resources.files("zlink_conformance") / "cases"))
+
+
+_data_dir = catalogue_dir
 
 
 def load_catalogue(directory: str | Path | None = None) -> Catalogue:
@@ -263,6 +275,7 @@ def parse_case(raw: Any, filename: str, rules: Mapping[str, str],
         intent=str(raw.get("intent", "")), notes=str(raw.get("notes", "")), steps=tuple(steps),
         expect=tuple(expect), works=dict(builder.works), targets=dict(builder.targets),
         path=filename, found=dict(found) if isinstance(found, dict) else None,
+        digest=content_digest(raw),
     ), []
 
 
@@ -294,6 +307,13 @@ def needed_capabilities(steps: Sequence[Any]) -> list[str]:
     for i, step in enumerate(steps):
         builder.step(step, f"steps[{i}]")
     return sorted(builder.needs)
+
+
+def content_digest(raw: Any) -> str:
+    """sha256 (hex) of a case's content as canonical JSON: the same for every layout of
+    the same case file, different for any change of what it says."""
+    text = json.dumps(raw, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 class _Builder:
@@ -332,9 +352,10 @@ class _Builder:
         self.command(name, message, where)
         if expect is None:
             return Command(name, message)
-        rule = self.case_rules[0] if self.case_rules else ""
+        rule = ""  # a reply expectation leads with the evidence or the case's only rule
         return Command(name, message, expect, rule, self.rule_texts.get(rule, ""),
-                       KIND_REASONS["reply"])
+                       KIND_REASONS["reply"], tuple(self.case_rules),
+                       {r: self.rule_texts.get(r, "") for r in self.case_rules})
 
     def command(self, name: str, msg: Mapping[str, Any], where: str) -> None:
         target = msg.get("target")
@@ -474,19 +495,26 @@ class _Builder:
                                  f"this step")
 
     def attribute(self, check: Check, where: str) -> Check:
-        """Give the check its rule (its own, else the case's first), that rule's sentence
-        and a reason (its own ``why``, else the sentence of its kind). A check that ends
-        up without all three is a catalogue error."""
-        rule = check.rule or (self.case_rules[0] if self.case_rules else "")
+        """Give the check its rule, that rule's sentence, a reason (its own ``why``, else
+        the sentence of its kind) and the case's rules as context. Its rule is the one it
+        names, else the one its kind observes (``KIND_RULES``) when the case lists it;
+        a check with neither has no rule of its own: a failure of it leads with the rule
+        the log's evidence points at (the model, an invariant), else the case's only
+        rule, never the case's first by default (``Check.rule_for``). A named rule must
+        be the case's and have a statement, and every check needs a reason."""
+        implied = KIND_RULES.get(check.kind, "")
+        rule = check.rule or (implied if implied in self.case_rules else "")
         if check.rule and check.rule not in self.case_rules:
             self.problems.append(f"{where}: the check names rule {check.rule!r}, which the "
                                  f"case's 'rules' do not list")
         why = check.why or KIND_REASONS.get(check.kind, "")
         text = self.rule_texts.get(rule, "")
-        if not (rule and text and why):
+        if (rule and not text) or not why:
             self.problems.append(f"{where}: the check has no rule with a statement and a "
                                  f"reason (rule {rule!r}, why {why!r})")
-        return dataclasses.replace(check, rule=rule, rule_text=text, why=why)
+        return dataclasses.replace(
+            check, rule=rule, rule_text=text, why=why, case_rules=tuple(self.case_rules),
+            rule_texts={r: self.rule_texts.get(r, "") for r in self.case_rules})
 
     def finish(self) -> None:
         """Every work a check or a ``wait_for`` names is submitted somewhere."""

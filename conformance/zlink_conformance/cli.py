@@ -11,6 +11,7 @@ self-test over the reference's mutants.
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import shlex
 import sys
@@ -20,12 +21,14 @@ from pathlib import Path
 from typing import Any
 
 from .bundled import kit_version
-from .catalog import CaseError, SelectionError, load_catalogue, select
+from .catalog import CaseError, SelectionError, catalogue_dir, load_catalogue, select
 from .explore.command import add_parser as add_explore
 from .explore.command import explore_command
 from .helptext import plain
+from .identity import changes_since, identify, load_releases
 from .known import KnownFailuresError, load_known_failures
 from .oracle.log import CaseLog
+from .profiles import PROFILES, coverage, in_profile
 from .report import (
     ConsoleReporter,
     print_catalogue,
@@ -124,6 +127,23 @@ def configure(p: argparse.ArgumentParser, host: Host = KIT) -> None:
                             description=plain(_LIST_DOC, host.prog),
                             formatter_class=argparse.RawDescriptionHelpFormatter)
     _filters(list_p)
+    list_p.add_argument("--capabilities", metavar="CAPS",
+                        help="comma-separated capabilities of a runtime: say how many cases "
+                             "it runs and what each missing capability would add")
+    list_p.add_argument("--hello", type=Path, metavar="FILE",
+                        help="the same for the capabilities of a handshake reply (a JSON "
+                             "object with 'capabilities', as the adapter answers hello)")
+    cases_p = sub.add_parser(
+        "cases", help="say what changed in the case set since a released version",
+        description=plain(_CASES_DOC, host.prog),
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    which = cases_p.add_mutually_exclusive_group(required=True)
+    which.add_argument("--changes-since", metavar="VERSION",
+                       help="a released kit version, e.g. 0.2.0")
+    which.add_argument("--digests", action="store_true",
+                       help="print every case's content digest (a release's record) as JSON")
+    cases_p.add_argument("--cases", type=Path, metavar="DIR",
+                         help="read case files from DIR instead of the shipped ones")
     rep_p = sub.add_parser("resend", aliases=["replay"],
                            help="send one case's recorded commands to an adapter again "
                                 "and judge the result (old name: replay)",
@@ -144,6 +164,14 @@ def configure(p: argparse.ArgumentParser, host: Host = KIT) -> None:
     if host.extra is not None:
         host.extra(sub)
 
+
+_CASES_DOC = """Compare the shipped cases with the case set a released version of the kit
+    recorded (cases/releases.json): the cases added since, changed (their content
+    differs) and retired. --digests prints the current case set as such a record.
+
+      {prog} cases --changes-since 0.2.0      added, changed and retired since 0.2.0
+      {prog} cases --digests                  the current case set as a release record
+    """
 
 _LIST_DOC = """List the cases (after --only/--skip) and the rules they check.
 
@@ -179,6 +207,9 @@ def _filters(p: argparse.ArgumentParser) -> None:
                    help="a case ID or rule ID to leave out (repeatable)")
     p.add_argument("--cases", type=Path, metavar="DIR",
                    help="read case files from DIR instead of the shipped ones")
+    p.add_argument("--profile", choices=sorted(PROFILES),
+                   help="keep only the cases a runtime of this profile can run (core: an "
+                        "Actor, a PerActor Spot and an Entry Spot, nothing more)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -218,7 +249,7 @@ def run(args: argparse.Namespace) -> int:
     prog = host.prog
     action = getattr(args, "conformance_action", None)
     if action is None:
-        print(f"{prog}: choose an action: run, list, resend or explore (see --help)",
+        print(f"{prog}: choose an action: run, list, cases, resend or explore (see --help)",
               file=sys.stderr)
         return 2
     handler = getattr(args, "conformance_handler", None)
@@ -229,14 +260,25 @@ def run(args: argparse.Namespace) -> int:
         return resend_command(args)
     if action == "explore":
         return explore_command(args, _adapter(args, host))
+    if action == "cases":
+        return cases_command(args)
     try:
         catalogue = load_catalogue(args.cases)
         cases = select(catalogue, args.only, args.skip)
     except (CaseError, SelectionError) as exc:
         print(f"{prog}: {exc}", file=sys.stderr)
         return 2
+    if args.profile is not None:
+        cases = in_profile(cases, args.profile)
     if action == "list":
+        try:
+            declared = _declared(args)
+        except _BadHelloError as exc:
+            print(f"{prog}: {exc}", file=sys.stderr)
+            return 2
         print_catalogue(catalogue, cases)
+        if declared is not None:
+            print("\n" + "\n".join(coverage(cases, declared).lines()))
         return 0
     if not cases:
         print(f"{prog}: the filters select no case", file=sys.stderr)
@@ -247,7 +289,10 @@ def run(args: argparse.Namespace) -> int:
     known: dict[str, str] = {}
     if args.expect_fail is not None:
         try:
-            known = dict(load_known_failures(args.expect_fail, catalogue).reasons)
+            listed = load_known_failures(args.expect_fail, catalogue)
+            known = dict(listed.reasons)
+            for note in listed.notes:
+                put(sys.stderr, f"{prog}: note: --expect-fail {display(note)}\n")
         except KnownFailuresError as exc:
             print(f"{prog}: --expect-fail {exc}", file=sys.stderr)
             return 2
@@ -255,6 +300,7 @@ def run(args: argparse.Namespace) -> int:
     if argv is None:
         return 2
     reports: list[SuiteReport] = []
+    print(f"suite: {identify(cases).line()}")
     for number in range(1, args.repeat + 1):
         if args.repeat > 1:
             print(f"--- run {number}/{args.repeat}")
@@ -304,6 +350,53 @@ def run(args: argparse.Namespace) -> int:
         print(f"wrote {args.html}")
     ok = first.success(allow_skips=args.allow_skips) and not differences
     return 0 if ok else 1
+
+
+class _BadHelloError(Exception):
+    """``list --hello FILE`` names a file that is not a handshake reply."""
+
+
+def _declared(args: argparse.Namespace) -> list[str] | None:
+    """The capabilities ``list --capabilities``/``--hello`` names, or None when neither
+    is given (``_BadHelloError`` when the file is unusable)."""
+    if args.capabilities is not None:
+        return [c.strip() for c in args.capabilities.split(",") if c.strip()]
+    if args.hello is None:
+        return None
+    try:
+        data = json.loads(args.hello.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise _BadHelloError(f"--hello {args.hello}: cannot read a JSON object: {exc}"
+                             ) from None
+    caps = data.get("capabilities") if isinstance(data, dict) else None
+    if not isinstance(caps, list) or not all(isinstance(c, str) for c in caps):
+        raise _BadHelloError(f"--hello {args.hello}: 'capabilities' must be a list of "
+                             f"strings")
+    return caps
+
+
+def cases_command(args: argparse.Namespace) -> int:
+    """``cases --changes-since VERSION``: the cases added, changed (by content digest) and
+    retired since a released version; ``cases --digests``: the record of this case set."""
+    prog = args.conformance_host.prog
+    try:
+        catalogue = load_catalogue(args.cases)
+        releases = load_releases(args.cases or catalogue_dir())
+    except CaseError as exc:
+        print(f"{prog}: {exc}", file=sys.stderr)
+        return 2
+    if args.digests:
+        print(json.dumps({c.id: c.digest for c in catalogue.cases}, indent=2))
+        return 0
+    try:
+        changes = changes_since(args.changes_since, catalogue, releases)
+    except KeyError:
+        known = ", ".join(sorted(releases)) or "none"
+        print(f"{prog}: cases --changes-since {args.changes_since}: no case set recorded for "
+              f"that version (recorded: {known})", file=sys.stderr)
+        return 2
+    print("\n".join(changes.lines()))
+    return 0
 
 
 def _differences(reports: list[SuiteReport]) -> list[str]:

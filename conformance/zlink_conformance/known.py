@@ -12,7 +12,9 @@ does not make the run fail. A listed case that passes is an *unexpected pass*
 (``XPASS``) and does make the run fail (exit status 1), so a stale entry is noticed and
 removed instead of hiding a later regression. Case IDs are stable (docs/conformance.md,
 "Changing a case"), so the file keeps working across versions of the kit; an ID the
-catalogue does not know is an error naming it, and a retired ID says what replaced it.
+catalogue does not know is an error naming it. A retired ID (``cases/retired.json``) is
+no error: a newer kit retired it, so the entry is left out with a note saying so and
+what replaced it, and the run goes on (a file pinned to an older kit keeps working).
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ class KnownFailures:
 
     path: str
     reasons: Mapping[str, str]
+    notes: tuple[str, ...] = ()  # entries left out, each saying why (a retired case)
 
 
 def load_known_failures(path: str | Path, catalogue: Catalogue) -> KnownFailures:
@@ -61,9 +64,11 @@ def load_known_failures(path: str | Path, catalogue: Catalogue) -> KnownFailures
                                  f"case ID = \"reason\"")
     known_ids = {c.id for c in catalogue.cases}
     problems = []
+    notes = []
     for case_id, reason in table.items():
         if case_id in catalogue.retired:
-            problems.append(f"{case_id} is retired ({catalogue.retired[case_id]})")
+            notes.append(f"{source}: {case_id} is retired ({catalogue.retired[case_id]}): "
+                         f"its entry is left out; remove it from the file")
         elif case_id not in known_ids:
             near = difflib.get_close_matches(case_id, sorted(known_ids), n=1)
             hint = f" (did you mean {near[0]}?)" if near else ""
@@ -72,4 +77,5 @@ def load_known_failures(path: str | Path, catalogue: Catalogue) -> KnownFailures
             problems.append(f"{case_id}: the reason must be a non-empty string")
     if problems:
         raise KnownFailuresError(f"{source}: " + "; ".join(problems))
-    return KnownFailures(str(source), {k: str(v).strip() for k, v in table.items()})
+    return KnownFailures(str(source), {k: str(v).strip() for k, v in table.items()
+                                       if k not in catalogue.retired}, tuple(notes))

@@ -78,7 +78,9 @@ UNOBSERVABLE: Final[Mapping[str, str]] = {
         "no protocol command submits through post (the handle-less lane of an untraced "
         "queue); the runtime machine's post rule and the unit tests kill it"),
 }
-_LABEL = re.compile(r"\[(?:model )?(?:[A-Za-z]+ )?((?:SE|SD|D)-[0-9.]+)\]")
+# A failure line leads with its rule: "[SE-6.6] expect[0] ...", "[SE-4.6 ActorClaimHeld]",
+# "[SE-6.6 model FifoWithinLane]".
+_LABEL = re.compile(r"^\[((?:SE|SD|D)-[0-9.]+)(?:\]| [A-Za-z ]+\])")
 # A runtime's own guard names its rule in a fault message: "... (SE-6.6)".
 _GUARD = re.compile(r"\(((?:SE|SD|D)-[0-9]+(?:\.[0-9]+)?)\)")
 

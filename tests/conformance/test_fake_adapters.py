@@ -28,8 +28,8 @@ THREE = ["required_SE_10_02_per_actor_long_work_on_two_actors_overlaps",
     ("wrong_reply", "a reply to command 9999, which the runner never sent", True),
     ("refuse", "the adapter refused it: unsupported: this fake refuses to settle", False),
     # an adapter that wrote for a case after it ended is not trusted with the next one
-    ("late_event", "adapter fault [AP-6] 1 event(s) of this case came after its last settle "
-                   "had answered", True),
+    ("late_event", "adapter fault [AP-5] 1 event(s) came after the reply to the case's "
+                   "last settle, before the reply to the reset that ends it", True),
 ])
 def test_a_misbehaving_adapter_fails_only_the_case_it_broke(
     catalogue: Catalogue, fault: str, message: str, restart: bool,
@@ -56,7 +56,7 @@ def test_a_misbehaving_adapter_fails_only_the_case_it_broke(
     ("early_settle", "AP-5", "steps[3]: 1 event(s) came after the reply to settle@12 "
                              "(started:b)", 0.0),
     ("late_thread", "AP-5", "1 event(s) came after the reply to settle@13 (finished:a)", 0.5),
-    ("late_event", "AP-6", "1 event(s) of this case came after its last settle had answered, "
+    ("late_event", "AP-5", "1 event(s) came after the reply to the case's last settle, "
                            "before the reply to the reset that ends it (finished:a)", 0.0),
     ("accepted_after_started", "AP-7", "a: accepted@8 was written after started@7", 0.0),
 ])
@@ -67,8 +67,11 @@ def test_AP_5_6_7_protocol_faults_are_adapter_faults_of_the_case_that_caused_the
     an error naming the protocol rule, never a failure of a runtime rule, and the cases
     around it pass (nothing is charged to the next case)."""
     cases = select(catalogue, THREE)
-    with Runner(fake("misbehaving"), env=child_env(FAKE_FAULT=fault), timeout=10,
-                strict_settle=strict) as runner:
+    # On a runtime with one execution resource a start before the verdict is SE-6.5 from
+    # the order alone (oracle.inference); AP-7 is the adapter's on any other runtime.
+    drop = "single_execution_resource" if rule == "AP-7" else ""
+    with Runner(fake("misbehaving"), env=child_env(FAKE_FAULT=fault, FAKE_DROP=drop),
+                timeout=10, strict_settle=strict) as runner:
         report = runner.run(cases)
     assert [r.status for r in report.results] == ["passed", "error", "passed"]
     broken = report.results[1]
@@ -76,10 +79,10 @@ def test_AP_5_6_7_protocol_faults_are_adapter_faults_of_the_case_that_caused_the
     assert seen in broken.messages[0]
     assert f"protocol rule {rule}: " in broken.messages[0]
     assert "specs/adapter-protocol.md" in broken.messages[0]
-    assert not any(m.startswith("[model") or " D-11]" in m or "SE-6.5" in m
-                   for m in broken.messages), broken.messages
+    # never judged as a runtime rule: no line leads with one
+    assert not any(m.startswith("[") for m in broken.messages), broken.messages
     assert broken.divergence is None
-    assert report.restarts == (1 if rule == "AP-6" else 0)
+    assert report.restarts == (1 if fault == "late_event" else 0)
 
 
 def test_a_hung_adapter_is_an_error_of_its_case_after_the_timeout(catalogue: Catalogue) -> None:

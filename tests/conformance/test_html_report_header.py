@@ -94,7 +94,7 @@ def _report(catalogue: Catalogue) -> tuple[SuiteReport, dict[str, CaseLog]]:
         ran += 1
         if ran in (2, 5):
             results.append(CaseResult(case, "failed", 0.01,
-                                      [f"expect[0] start_order: [{case.rules[-1]}] wrong"],
+                                      [f"[{case.rules[-1]}] expect[0] start_order: wrong"],
                                       log=_log(True)))
             expected[case.id] = _log(True)
         elif ran == 3:

@@ -152,7 +152,7 @@ def test_settle_that_counts_woken_work_late_is_caught(
     assert main(args) == 1
     out = capsys.readouterr().out
     assert "NOT CONFORMING" in out and "FAIL" in out
-    assert "[model NoLostWakeup SE-6.5] settle reply" in out
+    assert "[SE-6.5 model NoLostWakeup] settle reply" in out
 
 
 UNKNOWN_BUG_STATUS = 2  # the README says so; this test holds the adapter to it
@@ -247,7 +247,7 @@ def test_SE_6_5_a_drain_run_on_the_submitting_thread_fails_the_family_on_four_th
     for result in broken.results:
         seen = (result.case.id, result.status, result.messages[:2])
         assert result.status == "failed", seen
-        assert any(m.startswith("[OffSubmitterStack SE-6.5]") for m in result.messages), seen
+        assert any(m.startswith("[SE-6.5 OffSubmitterStack]") for m in result.messages), seen
     with Runner(adapter_argv(), env={"ZLINK_JAVA_THREADS": FOUR}) as runner:
         correct = runner.run(cases)
     assert [(r.case.id, r.messages) for r in correct.results if r.status != "passed"] == []
@@ -279,3 +279,26 @@ def test_every_number_in_the_readme_is_held_by_a_test() -> None:
     checked.append(trace.group(1))  # any non-empty value switches the trace on
     assert sorted(re.findall(r"\d[\d,]*\d|\d", prose)) == sorted(checked), \
         "a number in the README that no test checks: check it here or remove it"
+
+
+@needs_jdk
+@pytest.mark.parametrize(("threads", "mark"), [(FOUR, "on"), ("1", "off")])
+def test_SE_6_5_an_inline_drain_fails_every_case_it_touches_on_the_rule_never_a_timeout(
+        catalogue: Catalogue, threads: str, mark: str) -> None:
+    """The inline-drain bug switch over the whole suite: on a four-thread pool with the
+    on_submitter_stack mark, and on one thread without it (the kit reads SE-6.5 from the
+    order alone there), every case that fails names SE-6.5, every line leads with a rule,
+    none is an error and none ends as a bare timeout."""
+    with Runner(adapter_argv(), timeout=5,
+                env={"ZLINK_JAVA_THREADS": threads, "ZLINK_JAVA_MARK": mark,
+                     "ZLINK_JAVA_BUG": "drain_on_submitter_stack"}) as runner:
+        report = runner.run(list(catalogue.cases))
+    failed = [r for r in report.results if r.status == "failed"]
+    assert len(failed) > 80, len(failed)
+    assert [(r.case.id, r.messages[:1]) for r in report.results if r.status == "error"] == []
+    for result in failed:
+        seen = (result.case.id, result.messages[:2])
+        assert any(m.startswith("[SE-6.5") for m in result.messages), seen
+        assert all(m.startswith("[") for m in result.messages), seen
+    if mark == "off":
+        assert "submitter_stack" not in declared(report)

@@ -5,13 +5,17 @@ names only cases of this kit."""
 from __future__ import annotations
 
 import json
+import shlex
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from zlink_conformance.catalog import Catalogue
+from zlink_conformance.catalog import Catalogue, catalogue_dir, load_catalogue
 from zlink_conformance.known import KnownFailuresError, load_known_failures
-from zlink_reference_adapter import PRELOAD_FILE
+from zlink_reference_adapter import PRELOAD_FILE, reference_adapter_command
 from zlink_tool.cli.main import main
 
 from kit_helpers import child_env
@@ -54,12 +58,39 @@ def test_a_bad_known_failures_file_is_an_error_naming_the_entry(
     assert needle in str(info.value) and str(tmp_path) in str(info.value)
 
 
-def test_a_retired_case_id_says_it_is_retired(tmp_path: Path, catalogue: Catalogue) -> None:
+def test_a_retired_case_id_says_it_is_retired_and_the_run_goes_on(
+        tmp_path: Path, catalogue: Catalogue) -> None:
+    """A file pinned to an older kit names a case a newer kit retired: the entry is left
+    out with a note saying so and what replaced it; the other entries stand."""
     retired = Catalogue(catalogue.cases, catalogue.rules,
                         {"required_SE_1_1_old": "replaced by required_SE_1_1_new"})
-    with pytest.raises(KnownFailuresError, match=r"retired \(replaced by required_SE_1_1_new"):
-        load_known_failures(write(tmp_path, '[expected-failures]\nrequired_SE_1_1_old = "x"\n'),
-                            retired)
+    other = catalogue.cases[0].id
+    listed = load_known_failures(
+        write(tmp_path, f'[expected-failures]\nrequired_SE_1_1_old = "x"\n{other} = "y"\n'),
+        retired)
+    assert dict(listed.reasons) == {other: "y"}
+    assert len(listed.notes) == 1
+    assert "required_SE_1_1_old is retired (replaced by required_SE_1_1_new): its entry is " \
+           "left out" in listed.notes[0]
+
+
+def test_the_command_line_notes_a_retired_entry_and_runs(tmp_path: Path) -> None:
+    """Through ``zlink-conformance run --expect-fail``: the note on stderr, then the run."""
+    source = catalogue_dir()
+    cases = tmp_path / "cases"
+    cases.mkdir()
+    for name in ("rules.json", load_catalogue().cases[0].path):
+        shutil.copy(source / name, cases / name)
+    (cases / "retired.json").write_text(json.dumps(
+        {"retired": {"required_SE_1_1_old": "replaced by required_SE_1_1_new"}}))
+    known = write(tmp_path, '[expected-failures]\nrequired_SE_1_1_old = "x"\n')
+    proc = subprocess.run(
+        [sys.executable, "-m", "zlink_conformance.cli", "run", "--cases", str(cases),
+         "--adapter", shlex.join(reference_adapter_command()), "--expect-fail", str(known)],
+        capture_output=True, text=True, timeout=120, env=child_env(), check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "note: --expect-fail" in proc.stderr and "required_SE_1_1_old is retired" \
+        in proc.stderr
 
 
 def test_expected_failures_pass_the_run_and_an_unexpected_pass_fails_it(

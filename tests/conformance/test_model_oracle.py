@@ -222,4 +222,4 @@ def test_a_transcript_replays_through_the_model_from_its_entries() -> None:
     ]
     div = replay_entries(entries).divergence
     assert div is not None and div.invariant == "OneTurnPerOwner"
-    assert div.message().startswith("[model OneTurnPerOwner SE-1.1] finished:a@8")
+    assert div.message().startswith("[SE-1.1 model OneTurnPerOwner] finished:a@8")

@@ -345,5 +345,5 @@ def test_SE_6_5_a_drain_run_inside_the_submit_call_fails_every_case_of_the_famil
     for result in report.results:
         seen = (result.case.id, result.status, result.messages[:2])
         assert result.status == "failed", seen
-        assert any(m.startswith("[OffSubmitterStack SE-6.5]") for m in result.messages), seen
+        assert any(m.startswith("[SE-6.5 OffSubmitterStack]") for m in result.messages), seen
         assert not any("adapter fault" in m for m in result.messages), seen

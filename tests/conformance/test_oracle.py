@@ -62,28 +62,28 @@ def test_a_correct_log_has_no_violations() -> None:
 @pytest.mark.parametrize(("target", "events", "violation"), [
     (PER_ACTOR, [accepted("a", "S/actor:A"), 1, accepted("b", "S/actor:A"), 2,
                  ("started", "a", "S/actor:A"), ("started", "b", "S/actor:A")],
-     "[OneTurnPerOwner SE-1.1] b started@5 on S/actor:A while a held its turn"),
+     "[SE-1.1 OneTurnPerOwner] b started@5 on S/actor:A while a held its turn"),
     (SPOT_WIDE, [accepted("a", "S/actor:A"), 1, accepted("b", "S/actor:A"), 2,
                  ("started", "a", "S"), ("yielded", "a", "S", "call=c"), ("started", "b", "S")],
-     "[ActorClaimHeld SE-4.6] b started@6 while a of the same Actor (S/actor:A)"),
+     "[SE-4.6 ActorClaimHeld] b started@6 while a of the same Actor (S/actor:A)"),
     (SPOT_WIDE, [accepted("a", "S/actor:A"), 1, ("started", "a", "S/actor:A")],
-     "[Routing SE-3] a started@2 names owner 'S/actor:A'; execute_actor on S must use S"),
+     "[SE-3 Routing] a started@2 names owner 'S/actor:A'; execute_actor on S must use S"),
     (PER_ACTOR, [accepted("a", "S"), 1],
-     "[Routing SE-3] a accepted@0 names owner 'S'; execute_actor on S must use S/actor:A"),
+     "[SE-3 Routing] a accepted@0 names owner 'S'; execute_actor on S must use S/actor:A"),
     (PER_ACTOR, [accepted("a", "S/actor:A"), 1, ("started", "a", "S/actor:A"),
                  ("yielded", "a", "S/actor:A", "call=c"), ("cancelled", "a", "S/actor:A")],
-     "[CancelledOnOwnTurn D-8] a cancelled@4 while yielded"),
+     "[D-8 CancelledOnOwnTurn] a cancelled@4 while yielded"),
     (PER_ACTOR, [("started", "a", "S/actor:A"), accepted("a", "S/actor:A"), 1],
-     "[WorkLifecycle D-11] a: started@0 after no events"),
+     "[D-11 WorkLifecycle] a: started@0 after no events"),
     (PER_ACTOR, [accepted("a", "S/actor:A"), 1, ("started", "a", "S/actor:A"),
                  ("finished", "a", "S/actor:A"), ("snapshot", "a", "S/actor:A")],
-     "[WorkLifecycle D-11] a: snapshot@4 after"),
+     "[D-11 WorkLifecycle] a: snapshot@4 after"),
     (PER_ACTOR, [accepted("a", "S/actor:A"), 1, ("started", "ghost", "S")],
-     "[WorkLifecycle D-11] started@2 names work 'ghost', which this case never submitted"),
+     "[D-11 WorkLifecycle] started@2 names work 'ghost', which this case never submitted"),
     (PER_ACTOR, [1, accepted("a", "S/actor:A")],
-     "[VerdictBeforeReply SE-6.3] a: no accepted/rejected event before the reply"),
+     "[SE-6.3 VerdictBeforeReply] a: no accepted/rejected event before the reply"),
     (PER_ACTOR, [accepted("a", "S/actor:A"), 1, ("fault", "")],
-     "[NoFault SE-1.1] the runtime reported a fault@2"),
+     "[SE-1.1 NoFault] the runtime reported a fault@2"),
 ])
 def test_each_invariant_catches_its_violation(target: TargetInfo, events: list[Any],
                                               violation: str) -> None:
@@ -127,7 +127,7 @@ def test_overlap_and_order_checks() -> None:
 def test_status_and_per_work_checks() -> None:
     assert check({"check": "status", "works": {"a": "finished", "d": "unknown"}}, TWO) == []
     assert check({"check": "status", "works": {"a": "running"}, "why": "w"}, TWO) == [
-        "a: expected status running, got finished (accepted@0 started@2 finished@5) (w)"]
+        "a: expected status running, got finished (accepted@0 started@2 finished@5); why: w"]
     assert check({"check": "events", "work": "c", "events": ["accepted", "started",
                                                              "finished"]}, TWO) == []
     assert check({"check": "rejected", "work": "a", "reason": "closed"}, TWO) != []

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 from zlink_model.vocabulary import OUTCOMES as WORK_OUTCOMES
@@ -30,8 +30,8 @@ from ..protocol.wire import (
 )
 from .log import CaseLog
 
-__all__ = ["CHECK_FIELDS", "KIND_REASONS", "STATUSES", "Check", "CheckContext", "explain",
-           "match_reply", "parse_check"]
+__all__ = ["CHECK_FIELDS", "ENTRY_SET_RULE", "KIND_REASONS", "KIND_RULES", "STATUSES",
+           "Check", "CheckContext", "explain", "match_reply", "parse_check"]
 
 # What a ``status`` check may expect of a work: never seen, rejected, a live work's wire
 # status, or the event that ended it.
@@ -98,16 +98,39 @@ KIND_REASONS: Final[Mapping[str, str]] = {
 }
 
 
-def explain(rule: str, rule_text: str, why: str, problem: str) -> str:
-    """One failure message: the rule's ID, what the rule demands, what was seen instead
-    and why the case expects otherwise (``[SE-6.5] seen...; rule: ...; why: ...``)."""
+# The rule a kind of check observes by its nature, whatever case it is in: the check's
+# own rule when its case lists that rule (a check may still name another one itself).
+KIND_RULES: Final[Mapping[str, str]] = {
+    "off_submitter_stack": "SE-6.5",
+    "admitted": "SE-6.3",
+    "members": "SE-2.5",
+    "is_current": "SE-6.2",
+    "surface": "SE-10.1",
+}
+# A ``surface`` problem about which entry points exist (not what they take) is SE-3.1's.
+ENTRY_SET_RULE: Final = "SE-3.1"
+
+
+def explain(rule: str, rule_text: str, why: str, problem: str, *, where: str = "",
+            context: Sequence[str] = (), evidence: str = "") -> str:
+    """One failure line, leading with the rule it is about: ``[SE-6.5] expect[0] kind:
+    seen...; rule SE-6.5: ...; why: ...; case rules: ...``. ``where`` names the step;
+    ``context`` is the case's rules, shown after the reason when there are several;
+    ``evidence`` says what else in the log points at ``rule`` (the model's divergence),
+    when the check itself names no rule."""
     if not rule:
-        return f"{problem} ({why})" if why else problem
-    text = f"[{rule}] {problem}"
+        # No single rule: the line leads with the rules it may be about.
+        rule = " or ".join(context)
+    head = f"{where}: {problem}" if where else problem
+    text = f"[{rule}] {head}" if rule else head
+    if evidence:
+        text += f"; the log breaks {rule}: {evidence.rstrip('.')}"
     if rule_text:
         text += f"; rule {rule}: {rule_text.rstrip('.')}"
     if why:
         text += f"; why: {why.rstrip('.')}"
+    if len(context) > 1:
+        text += f"; case rules: {', '.join(context)}"
     return text
 
 
@@ -125,8 +148,25 @@ class Check:
     kind: str
     fields: Mapping[str, Any]
     why: str = ""
-    rule: str = ""  # the rule the check observes (the loader fills in the case's first)
+    # The rule the check observes by itself: the one it names, or the one its kind
+    # implies (``KIND_RULES``) when its case lists it; "" otherwise.
+    rule: str = ""
     rule_text: str = ""  # what that rule demands, in one sentence (from the catalogue)
+    case_rules: tuple[str, ...] = ()  # the case's rules: context for every line
+    rule_texts: Mapping[str, str] = dataclasses.field(default_factory=dict)
+
+    def rule_for(self, evidence: tuple[str, str] | None) -> tuple[str, str, str]:
+        """(rule, its sentence, what in the log points at it) a failure line leads with:
+        the check's own rule; else the rule the rest of the log shows broken (the
+        model's divergence, an invariant); else the case's only rule; else none."""
+        if self.rule:
+            return self.rule, self.rule_text, ""
+        if evidence is not None:
+            return evidence[0], self.rule_texts.get(evidence[0], ""), evidence[1]
+        if len(self.case_rules) == 1:
+            only = self.case_rules[0]
+            return only, self.rule_texts.get(only, ""), ""
+        return "", "", ""
 
     def works(self) -> list[str]:
         """Every work name the check mentions (the loader checks they exist)."""
@@ -145,10 +185,27 @@ class Check:
             names.append(ref.split(":", 1)[1])
         return names
 
-    def evaluate(self, log: CaseLog, ctx: CheckContext) -> list[str]:
-        """Failure messages (empty when the expectation holds)."""
-        problems = _EVALUATORS[self.kind](self.fields, log, ctx)
-        return [explain(self.rule, self.rule_text, self.why, p) for p in problems]
+    def evaluate(self, log: CaseLog, ctx: CheckContext, *, where: str = "",
+                 evidence: tuple[str, str] | None = None) -> list[str]:
+        """Failure lines (empty when the expectation holds), each leading with its rule.
+
+        A problem its evaluator ties to a rule of its own (``(rule, problem)``) leads with
+        that rule; else the check's rule. A check without one (several case rules, none
+        named) leads with ``evidence``, ``(rule, what)`` from the rest of the log (the
+        model's divergence, a broken invariant) when there is some, else with no single
+        rule: the case's rules follow as context on every line."""
+        out = []
+        for found in _EVALUATORS[self.kind](self.fields, log, ctx):
+            rule, text, seen = self.rule_for(evidence)
+            if isinstance(found, tuple):
+                own, problem = found
+                if own in self.case_rules or not rule:
+                    rule, text, seen = own, self.rule_texts.get(own, ""), ""
+            else:
+                problem = found
+            out.append(explain(rule, text, self.why, problem, where=where,
+                               context=self.case_rules, evidence=seen))
+        return out
 
     def describe(self) -> str:
         """A short text of the check for reports."""
@@ -235,7 +292,10 @@ def parse_check(obj: Any, where: str) -> tuple[Check | None, list[str]]:
 
 
 # --------------------------------------------------------------------- evaluators
-Evaluator = Callable[[Mapping[str, Any], CaseLog, CheckContext], list[str]]
+# An evaluator's problems: text (about the check's rule), or (rule, text) for a problem
+# that is about a rule of its own (``surface``: which entries exist is SE-3.1's).
+Problem = str | tuple[str, str]
+Evaluator = Callable[[Mapping[str, Any], CaseLog, CheckContext], Sequence[Problem]]
 
 
 def _status(f: Mapping[str, Any], log: CaseLog, ctx: CheckContext) -> list[str]:
@@ -404,7 +464,7 @@ def _zombies(f: Mapping[str, Any], log: CaseLog, ctx: CheckContext) -> list[str]
     return []
 
 
-def _surface(f: Mapping[str, Any], log: CaseLog, ctx: CheckContext) -> list[str]:
+def _surface(f: Mapping[str, Any], log: CaseLog, ctx: CheckContext) -> list[Problem]:
     """SE-3.1 / SE-10.1 through the process boundary: the entry points the adapter says
     its runtime offers are exactly the spec's, and none takes anything that could pick a
     queue."""
@@ -414,17 +474,17 @@ def _surface(f: Mapping[str, Any], log: CaseLog, ctx: CheckContext) -> list[str]
     caps = set(ctx.handshake.get("capabilities", []))
     present = {"spot": any(c.startswith("spot.") for c in caps), "actor": "actor" in caps,
                "session": "session" in caps}
-    out = []
+    out: list[Problem] = []
     for type_, entries in ENTRY_PARAMETERS.items():
         if not present[type_]:
             continue
         got = surface.get(type_)
         if not isinstance(got, dict):
-            out.append(f"the surface lists no {type_} coordinator although a capability "
-                       f"says it exists")
+            out.append((ENTRY_SET_RULE, f"the surface lists no {type_} coordinator although "
+                                        f"a capability says it exists"))
             continue
         if sorted(got) != sorted(entries):
-            out.append(f"{type_} entry points are {sorted(got)}, expected {sorted(entries)}")
+            out.append((ENTRY_SET_RULE, _entry_difference(type_, sorted(got), sorted(entries))))
         for entry, params in entries.items():
             actual = got.get(entry)
             if actual is None:
@@ -438,8 +498,21 @@ def _surface(f: Mapping[str, Any], log: CaseLog, ctx: CheckContext) -> list[str]
                            f"could steer the queue")
             missing = [p for p in params if p not in actual]
             if missing:
-                out.append(f"{type_}.{entry} lacks {missing}")
+                out.append((ENTRY_SET_RULE, f"{type_}.{entry} lacks {missing}"))
     return out
+
+
+def _entry_difference(type_: str, got: list[str], want: list[str]) -> str:
+    """Which entry points a coordinator lacks or has beyond the spec's, by name."""
+    parts = []
+    missing = [e for e in want if e not in got]
+    extra = [e for e in got if e not in want]
+    if missing:
+        parts.append(f"lacks {', '.join(missing)}")
+    if extra:
+        parts.append(f"offers {', '.join(extra)} beyond the spec's")
+    return (f"the {type_} coordinator {' and '.join(parts)} (entry points {got}, "
+            f"expected {want})")
 
 
 def _members(f: Mapping[str, Any], log: CaseLog, ctx: CheckContext) -> list[str]:

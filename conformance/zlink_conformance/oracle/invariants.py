@@ -78,7 +78,8 @@ class WorkInfo:
 
 
 def _label(name: str) -> str:
-    return f"[{name} {INVARIANTS[name]}]"
+    """``[SE-1.1 OneTurnPerOwner]``: the rule first, so the line leads with it."""
+    return f"[{INVARIANTS[name]} {name}]"
 
 
 def check_invariants(log: CaseLog, works: Mapping[str, WorkInfo]) -> list[str]:

@@ -95,12 +95,15 @@ class CaseLog:
     def status(self, work: str) -> str:
         """Where a work is now, by its last lifecycle event: ``unknown`` (nothing heard),
         ``rejected``, ``queued`` (accepted, not started), ``running`` (holds its turn:
-        started or resumed), ``yielded``, ``finished``, ``failed`` or ``cancelled``."""
+        started or resumed), ``yielded``, ``finished``, ``failed`` or ``cancelled``. A
+        verdict written after the work's start (a work run inside its submit call) does
+        not send it back to ``queued``: the status says what the log shows it did."""
         status = "unknown"
         for _, e in self.of(work):
             name = e.name
             if name == "accepted":
-                status = "queued"
+                if status == "unknown":
+                    status = "queued"
             elif name in ("started", "resumed"):
                 status = "running"
             elif name in ("rejected", "yielded", *TERMINAL):

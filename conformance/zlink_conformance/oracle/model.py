@@ -146,9 +146,9 @@ class Divergence:
     leading: tuple[tuple[int, str, Mapping[str, Any]], ...]  # (position, dir, message)
 
     def label(self) -> str:
-        """``[model FifoWithinLane SE-6.6]``."""
+        """``[SE-6.6 model FifoWithinLane]``: the rule first, so the line leads with it."""
         name = f" {self.invariant}" if self.invariant else ""
-        return f"[model{name} {self.rule}]"
+        return f"[{self.rule} model{name}]"
 
     def what(self) -> str:
         """``started:b@14`` (or ``settle reply@20``)."""
@@ -361,7 +361,9 @@ def _source_name(source: Source | None) -> str:
 
 # ------------------------------------------------------------------ the replay
 class _Replay:
-    def __init__(self, entries: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
+    def __init__(self, entries: Sequence[tuple[str, Mapping[str, Any]]], *,
+                 single_resource: bool = False) -> None:
+        self.single_resource = single_resource
         self.entries = entries
         self.shared = _Shared()
         # What the wire does not show is the engine's hidden steps (see the theory).
@@ -642,7 +644,9 @@ class _Replay:
     def settled(self, pos: int, msg: Mapping[str, Any]) -> Divergence | None:
         """The reply to ``settle``: nothing can progress, so every internal step that
         must happen has happened, and every queue with a ready item has a turn holder."""
-        failures = self.engine.restrict(_no_lost_wakeup, keep=self._settled)
+        failures = self.engine.restrict(
+            partial(_no_lost_wakeup, single_resource=self.single_resource),
+            keep=self._settled)
         if failures:
             return self._divergence(pos, msg, failures)
         return None
@@ -982,25 +986,52 @@ def _problem(exc: BaseException) -> _ProblemError:
     raise exc  # an admission refused outside ``accepted``: a bug of this module
 
 
-def _no_lost_wakeup(world: _World) -> None:
-    """After a settle: every queue with a ready item has a turn holder (``NoLostWakeup``)."""
+def _no_lost_wakeup(world: _World, *, single_resource: bool = False) -> None:
+    """After a settle: every queue with a ready item has a turn holder (``NoLostWakeup``).
+
+    Which of two failures it was, the log tells by what else held a turn. When no work
+    held any turn, nothing could have kept a posted drain from running: no drain was
+    posted (SE-6.5, a lost wake-up). When works of other owners held their turns (parked
+    at gates, waits or calls), a drain was posted and did not run: those owners kept it
+    waiting, although owners are independent (SE-4.2); a runtime that runs works on a
+    bounded pool starves here when every thread is held, which is said unless the
+    runtime declared one single execution resource (``single_execution_resource``)."""
     stuck = [c for c in world.cores.values() if c.has_ready() and c.current is None]
-    if stuck:
-        core = stuck[0]
-        waiting = [r.name for s in Source for r in core.line(s)]
+    if not stuck:
+        return
+    core = stuck[0]
+    waiting = ", ".join(r.name for s in Source for r in core.line(s))
+    queued = {r.name for c in world.cores.values() for s in Source for r in c.line(s)}
+    # A SpotWide Actor queue's current record whose execution turn still waits on the
+    # Spot queue holds a claim, not a thread: it is not a parked work.
+    holding = sorted((c.current.name, c.name) for c in world.cores.values()
+                     if c.current is not None and c is not core
+                     and c.current.name not in queued)
+    if not holding:
         raise _ProblemError(
             "SE-6.5", "NoLostWakeup",
-            f"settle answered while {', '.join(waiting)} waited on {core.name} and "
-            f"nothing held its turn (ready work was left without a drain)")
+            f"settle answered while {waiting} waited on {core.name} and nothing held its "
+            f"turn: no drain was posted (no work held any turn, so nothing could have "
+            f"kept a posted drain from running)")
+    held = ", ".join(f"{work} on {owner}" for work, owner in holding)
+    text = (f"settle answered while {waiting} waited on {core.name} and nothing held its "
+            f"turn: a drain was posted and did not run while {held} held their turns "
+            f"(owners are independent: another owner's parked work must not keep this "
+            f"one waiting)")
+    if not single_resource:
+        text += (f"; a runtime that runs works on a bounded pool may starve here: "
+                 f"{len(holding)} parked work(s) can hold every thread")
+    raise _ProblemError("SE-4.2", "NoLostWakeup", text)
 
 
-def replay_entries(entries: Sequence[tuple[str, Mapping[str, Any]]]) -> ModelVerdict:
+def replay_entries(entries: Sequence[tuple[str, Mapping[str, Any]]], *,
+                   single_resource: bool = False) -> ModelVerdict:
     """Replay one case's log entries (``("sent", command)`` and ``("received", event or
-    reply)``, in order) through the model."""
-    return _Replay(entries).run()
+    reply)``, in order) through the model. ``single_resource``: the runtime declared one
+    execution resource for every owner (it changes only how a lost wake-up is told)."""
+    return _Replay(entries, single_resource=single_resource).run()
 
 
-def check_model(log: CaseLog) -> ModelVerdict:
+def check_model(log: CaseLog, *, single_resource: bool = False) -> ModelVerdict:
     """The model's verdict on one case's log."""
-    return replay_entries(log.entries)
-
+    return replay_entries(log.entries, single_resource=single_resource)

@@ -131,6 +131,8 @@ def print_summary(report: SuiteReport, *, allow_skips: bool | None = None,
         write(f"{rule:10s} {total:5d} {counts['passed']:5d} {counts['failed']:5d} "
               f"{counts['error']:5d} {counts['skipped']:5d}{more}\n")
     write("\n")
+    if report.suite is not None:
+        write(f"suite: {report.suite.line()}\n")
     hs = report.handshake
     if hs is not None:
         write(f"runtime: {display(hs.name, NAME_LIMIT)}; adapter: "

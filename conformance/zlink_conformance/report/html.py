@@ -511,7 +511,8 @@ def html_report(report: SuiteReport, expected: Mapping[str, CaseLog] | None = No
         f'<header class="{state}"><div class="who"><h1>ZLink conformance report</h1>'
         f'<p class="runtime">runtime <b>{runtime}</b></p>'
         f"<p>adapter: <code>{_e(' '.join(report.adapter))}</code></p>"
-        f"<p>{len(report.results)} cases in {report.seconds:.2f} s{restarts}</p></div>"
+        f"<p>{len(report.results)} cases in {report.seconds:.2f} s{restarts}</p>"
+        f"{_suite_line(report)}</div>"
         f'<div class="outcome {state}"><div class="big">{"PASS" if judged.ok else "FAIL"}'
         f'</div><div>conformance: {_e(judged.conformance())}</div></div></header>'
         '<nav><a href="#counts">verdict</a><a href="#capabilities">capabilities</a>'
@@ -528,6 +529,16 @@ def html_report(report: SuiteReport, expected: Mapping[str, CaseLog] | None = No
         f"{sections or '<p>None.</p>'}"
         f"{_others_section(report.results)}"
         "</main></body></html>\n")
+
+
+def _suite_line(report: SuiteReport) -> str:
+    """Which suite ran: kit and protocol versions, the case set's whole digest."""
+    suite = report.suite
+    if suite is None:
+        return ""
+    return (f'<p class="suite">suite: zlink-conformance {_e(suite.kit)}; protocol '
+            f"{suite.protocol}; case set <code>{_e(suite.digest)}</code> ({suite.count} "
+            f"cases)</p>")
 
 
 def write_html(report: SuiteReport, path: str | Path,

@@ -22,7 +22,7 @@ from pathlib import Path
 from ..runner.suite import CaseResult, SuiteReport
 from .text import NAME_LIMIT, display, display_list
 
-_RULE = re.compile(r"\[(?:[A-Za-z]+ )*((?:SE|SD|D|AP)-[0-9]+(?:\.[0-9]+)?)\]")
+_RULE = re.compile(r"^\[((?:SE|SD|D|AP)-[0-9]+(?:\.[0-9]+)?)[\] ]")
 # The runner's own words for an adapter fault (protocol.faults.adapter_fault): an error's
 # type is read from these only, never from a rule tag the adapter's text may carry.
 _FAULT = re.compile(r"adapter fault \[(AP-[0-9]+)\]")
@@ -56,6 +56,9 @@ def junit_xml(report: SuiteReport, *, allow_skips: bool | None = None) -> str:
     })
     props = ET.SubElement(suite, "properties")
     ET.SubElement(props, "property", {"name": "verdict", "value": verdict.line()})
+    if report.suite is not None:
+        for name, value in report.suite.to_json().items():
+            ET.SubElement(props, "property", {"name": name, "value": str(value)})
     ET.SubElement(props, "property", {"name": "conformance",
                                       "value": verdict.conformance()})
     ET.SubElement(props, "property", {"name": "adapter",
@@ -107,13 +110,14 @@ def junit_xml(report: SuiteReport, *, allow_skips: bool | None = None) -> str:
 
 
 def failure_rule(result: CaseResult) -> str:
-    """The rule a failed case broke first: the ``[RULE]`` its first message names (a
-    check's rule, an invariant's or the model's), else the case's first rule."""
+    """The rule a failed case broke first: the rule its first line that leads with one
+    names (``[SE-6.6] ...``: a check's rule, an invariant's or the model's), else the
+    case's rules (``SE-6.5+SE-6.6``: no line said which one)."""
     for message in result.messages:
         found = _RULE.search(message)
         if found:
             return found.group(1)
-    return result.case.rules[0]
+    return "+".join(result.case.rules)
 
 
 def error_kind(result: CaseResult) -> str:

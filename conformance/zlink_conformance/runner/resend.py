@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from ..catalog import Case, Catalogue, Command, _Builder
-from ..oracle.checks import Check, CheckContext, explain, match_reply
+from ..oracle.checks import Check, CheckContext, match_reply
+from ..oracle.evidence import Evidence, Failing, lines
 from ..oracle.invariants import WorkInfo, check_invariants
 from ..oracle.log import CaseLog
 from ..oracle.model import Divergence, check_model
@@ -128,17 +129,19 @@ def resend(argv: Sequence[str], case_id: str, commands: Sequence[Mapping[str, An
         return ResendResult(case_id, "error", [exc.message, *exc.stderr_tail], log)
     finally:
         adapter.stop()
-    messages: list[str] = []
+    pending: list[str | Failing] = []
     judged = False
+    ctx = CheckContext(handshake.reply)
     if case is not None:
-        judged, found = _case_checks(case, sequence, log, reply_at,
-                                     CheckContext(handshake.reply))
-        messages += found
+        judged, found = _case_checks(case, sequence, log, reply_at, ctx)
+        pending += found
     works = _works(sequence, wire_ids)
-    messages += check_invariants(log, works)
-    verdict = check_model(log)
+    pending += check_invariants(log, works)
+    verdict = check_model(log, single_resource="single_execution_resource"
+                          in handshake.capabilities)
     if verdict.divergence is not None:
-        messages.append(verdict.divergence.message())
+        pending.append(verdict.divergence.message())
+    messages = lines(pending, log, ctx, verdict.divergence)
     if not judged and case is not None:
         messages.insert(0, f"note: the commands are not those of case {case_id}; judged by "
                            f"the invariants and the model only")
@@ -163,7 +166,8 @@ def _prefix(log: CaseLog, end: int) -> CaseLog:
 
 
 def _case_checks(case: Case, sequence: Sequence[Mapping[str, Any]], log: CaseLog,
-                 reply_at: Sequence[int], ctx: CheckContext) -> tuple[bool, list[str]]:
+                 reply_at: Sequence[int], ctx: CheckContext
+                 ) -> tuple[bool, list[str | Failing]]:
     """Judge the case's own checks where the re-sent commands are the case's. Returns
     (whether the sequence is the case's, failure messages)."""
     expected = [dict(s.message) for s in case.steps if isinstance(s, Command)]
@@ -171,15 +175,16 @@ def _case_checks(case: Case, sequence: Sequence[Mapping[str, Any]], log: CaseLog
     sent = [dict(c) for c in sequence]
     if sent != expected[:len(sent)]:
         return False, []
-    out: list[str] = []
+    out: list[str | Failing] = []
     number = 0  # commands of the case sent so far (after reset)
     for i, step in enumerate(case.steps):
         if isinstance(step, Check):
             if number >= len(sent):
                 break
-            out += [f"steps[{i}] {step.kind}: {p}"
-                    for p in step.evaluate(_prefix(log, reply_at[number]), ctx)]
-            if out:
+            # Judged on the log as it was then: its lines are written from that prefix.
+            prefix = _prefix(log, reply_at[number])
+            if step.evaluate(prefix, ctx):
+                out.append(_Prefixed(f"steps[{i}] {step.kind}", step, prefix=prefix))
                 return True, out
             continue
         number += 1
@@ -188,13 +193,24 @@ def _case_checks(case: Case, sequence: Sequence[Mapping[str, Any]], log: CaseLog
         if isinstance(step, Command) and step.expect is not None:
             reply = log.entries[reply_at[number]][1]
             fields = {k: v for k, v in reply.items() if k not in ("re", "ok")}
-            out += [f"steps[{i}] {step.name} reply: "
-                    f"{explain(step.rule, step.rule_text, step.why, p)}"
-                    for p in match_reply(step.expect, fields, f"{step.name} reply")]
+            problems = match_reply(step.expect, fields, f"{step.name} reply")
+            if problems:
+                out.append(Failing(f"steps[{i}] {step.name} reply", None, tuple(problems),
+                                   step.why, step.case_rules, step.rule_texts))
     if len(sent) == len(expected):
-        for i, check in enumerate(case.expect):
-            out += [f"expect[{i}] {check.kind}: {p}" for p in check.evaluate(log, ctx)]
+        out += [Failing(f"expect[{i}] {check.kind}", check)
+                for i, check in enumerate(case.expect) if check.evaluate(log, ctx)]
     return True, out
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Prefixed(Failing):
+    """A step's check, whose lines are written from the log as it was at that step."""
+
+    prefix: CaseLog | None = None
+
+    def lines(self, log: CaseLog, ctx: CheckContext, found: Evidence | None) -> list[str]:
+        return Failing.lines(self, self.prefix or log, ctx, found)
 
 
 def _works(sequence: Sequence[Mapping[str, Any]], wire_ids: Sequence[int]

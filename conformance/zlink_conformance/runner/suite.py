@@ -29,13 +29,23 @@ from pathlib import Path
 from typing import Any
 
 from ..catalog import Case, Command
-from ..oracle.checks import Check, CheckContext, explain, match_reply
+from ..identity import SuiteIdentity, identify
+from ..oracle.checks import Check, CheckContext, match_reply
+from ..oracle.evidence import Failing, lines
+from ..oracle.inference import hang_evidence, inline_starts
 from ..oracle.invariants import check_invariants, unended_works
 from ..oracle.log import CaseLog
 from ..oracle.model import Divergence, check_model
 from ..protocol.faults import adapter_fault, first_events, verdict_order_faults
 from ..protocol.wire import Event, Reply
-from .process import AdapterError, AdapterProcess, AdapterProtocolError, Handshake, WireTap
+from .process import (
+    AdapterError,
+    AdapterHungError,
+    AdapterProcess,
+    AdapterProtocolError,
+    Handshake,
+    WireTap,
+)
 
 __all__ = [
     "DEFAULT_HANDSHAKE_TIMEOUT",
@@ -241,6 +251,7 @@ class SuiteReport:
     restarts: int = 0
     allow_skips: bool = False  # how the run was judged (--allow-skips)
     started_at: float | None = None  # wall clock (time.time()) when the run began
+    suite: SuiteIdentity | None = None  # kit and protocol versions, case-set digest
 
     def count(self, status: str, *, required: bool | None = None) -> int:
         """How many cases ended with ``status`` (only required/optional ones if given)."""
@@ -276,6 +287,7 @@ class SuiteReport:
         """The whole report as plain data (``--json``)."""
         hs = self.handshake
         return {
+            "suite": self.suite.to_json() if self.suite is not None else None,
             "adapter": self.adapter,
             "runtime": dict(hs.runtime) if hs else None,
             "capabilities": list(hs.capabilities) if hs else [],
@@ -339,6 +351,9 @@ class Runner:
         # reply to an earlier case's command is charged to that case (AP-2).
         self._cases_by_id: list[tuple[int, CaseResult]] = []
         self._previous: CaseResult | None = None  # the last case run on this adapter
+        # Whether the running case's last command was a settle that answered (then an
+        # event before the reset that ends the case breaks that settle's AP-5).
+        self._settled_last = False
 
     # --------------------------------------------------------------- adapter
     def start(self) -> Handshake:
@@ -407,7 +422,7 @@ class Runner:
             if progress is not None:
                 progress(index, len(cases), result)
         return SuiteReport(self.argv, self.handshake, results, time.monotonic() - t0,
-                           self.restarts, started_at=started_at)
+                           self.restarts, started_at=started_at, suite=identify(cases))
 
     def run_case(self, case: Case) -> CaseResult:
         """Run one case and judge it."""
@@ -430,30 +445,47 @@ class Runner:
         # A restart is bounded by the handshake timeout; the case's own bound starts
         # once its adapter is ready.
         deadline = t0 + self.timeout
+        inferred = False  # judged from what the order of events shows (oracle.inference)
         try:
             adapter = self._ready_adapter()
             adapter = self._begin_case(adapter, result)
             deadline = time.monotonic() + self.timeout
-            status, messages = self._execute(adapter, case, log, deadline)
+            status, pending = self._execute(adapter, case, log, deadline)
             tail: list[str] = []
             if status in ("passed", "failed"):
+                inline = inline_starts(log, single_resource=self._single_resource())
                 faults = verdict_order_faults(log.events)
-                if faults:
-                    status, messages = "error", faults
+                if inline:
+                    # Inferred from the order: the runtime's SE-6.5, not the adapter's
+                    # AP-7 (oracle.inference); the model has no step for it.
+                    status, pending, inferred = "failed", [*inline, *pending], True
+                elif faults:
+                    status, pending = "error", list(faults)
         except AdapterError as exc:
             if self._adapter is not None:
                 self._adapter.kill()
                 self._adapter = None
-            status, messages, tail = "error", [exc.message], exc.stderr_tail
+            status, pending, tail = "error", [exc.message], exc.stderr_tail
+            if isinstance(exc, AdapterHungError):
+                # A hang the log shows to be the runtime's is a verdict on it; the
+                # adapter was ended all the same, and the next case gets a fresh one.
+                found = hang_evidence(log, case.works, exc.message,
+                                      single_resource=self._single_resource())
+                if found is not None:
+                    status, pending, inferred = "failed", [found], True
         divergence = undecided = None
-        if status in ("passed", "failed"):
-            verdict = check_model(log)
+        if inferred:
+            undecided = "the runtime ran a work inside its submit call or starved; the " \
+                        "model has no step for either"
+        elif status in ("passed", "failed"):
+            verdict = check_model(log, single_resource=self._single_resource())
             divergence, undecided = verdict.divergence, verdict.undecided
             if divergence is not None:
                 status = "failed"
-                messages.append(divergence.message())
+                pending.append(divergence.message())
+        messages = lines(pending, log, CheckContext(self.handshake.reply), divergence)
         if self._adapter is not None:
-            late = self._close_case(deadline)
+            late = self._close_case(deadline, log)
             if late is not None and status == "error":
                 messages.append(late)
             elif late is not None:
@@ -465,6 +497,11 @@ class Runner:
         if self.transcripts is not None:
             self._write_transcript(result)
         return result
+
+    def _single_resource(self) -> bool:
+        """The adapter declared one execution resource for every owner."""
+        return self.handshake is not None and \
+            "single_execution_resource" in self.handshake.capabilities
 
     def _begin_case(self, adapter: AdapterProcess, result: CaseResult) -> AdapterProcess:
         """Ready the adapter for a case. A line the adapter wrote after the case before
@@ -502,14 +539,20 @@ class Runner:
     def _adapter_tail(self) -> list[str]:
         return self._adapter.stderr_tail() if self._adapter is not None else []
 
-    def _close_case(self, deadline: float) -> str | None:
+    def _close_case(self, deadline: float, log: CaseLog) -> str | None:
         """End the case with the ``reset`` that readies the adapter for the next one, and
-        a confirming ``settle`` after it. An event written before the reset's reply is
-        still this case's and breaks AP-6 (this case's settle had answered); anything
-        before the confirmation's reply (a second reply to the reset, an event) and any
-        line already read after it is this case's too (AP-2, AP-6). Returns that fault's
-        message, or None. After a fault the adapter is ended, so the next case starts on
-        a fresh one."""
+        a confirming ``settle`` after it, implementing AP-6 exactly: everything written
+        before the reset's reply is this case's, nothing may come after it.
+
+        An event before the reset's reply is this case's. If the case's last command was
+        a ``settle`` that answered, that settle promised nothing could progress, so the
+        event breaks AP-5; a case that stopped without one (a refused command) is judged
+        on its reset reply alone, and its events are recorded in its log, no fault (a
+        threaded runtime's accepted work may well end meanwhile). Anything before the
+        confirmation's reply (a second reply to the reset, an event) and any line already
+        read after it is this case's AP-6 (or AP-2) fault. Returns that fault's message,
+        or None. After a fault the adapter is ended, so the next case starts on a fresh
+        one."""
         adapter = self._adapter
         assert adapter is not None
         late: list[Event] = []
@@ -536,11 +579,16 @@ class Runner:
             if exc.message.startswith("adapter fault"):
                 return f"{exc.message} (after the case, at the reset that ends it)"
             return f"after the case, at the reset that ends it: {exc.message}"
-        if late:
-            problem = adapter_fault("AP-6", f"{len(late)} event(s) of this case came after "
-                                            f"its last settle had answered, before the reply "
-                                            f"to the reset that ends it ({first_events(late)})")
-        elif problem is None and not reply.ok:
+        if late and self._settled_last:
+            problem = adapter_fault(
+                "AP-5", f"{len(late)} event(s) came after the reply to the case's last "
+                        f"settle, before the reply to the reset that ends it "
+                        f"({first_events(late)}): the settle answered while work could "
+                        f"still progress")
+        elif late:
+            for event in late:  # the case's own, before the reply that ends it (AP-6)
+                log.record_event(event)
+        if problem is None and not reply.ok:
             problem = f"reset refused: {reply.error_kind}: {reply.error_message}"
         if problem is not None:
             adapter.kill()
@@ -555,10 +603,12 @@ class Runner:
         an event before the confirmation's reply means the first one answered early
         (AP-5), an adapter fault of this case. The confirmation is not part of the log."""
         log.sent({"cmd": "settle"})
+        self._settled_last = False
         ident, reply = adapter.request({"cmd": "settle"}, deadline, log.record_event)
         log.reply(reply)
         if not reply.ok:
             return ident, reply, None
+        self._settled_last = True
         early: list[Event] = []
         if self.strict_settle > 0:
             adapter.quiet(min(self.strict_settle, max(deadline - time.monotonic(), 0.0)),
@@ -573,12 +623,15 @@ class Runner:
         return ident, reply, None
 
     def _execute(self, adapter: AdapterProcess, case: Case, log: CaseLog, deadline: float
-                 ) -> tuple[str, list[str]]:
+                 ) -> tuple[str, list[str | Failing]]:
         assert self.handshake is not None
         ctx = CheckContext(self.handshake.reply)
         ids: dict[int, int] = {}  # case command number -> wire id
 
+        self._settled_last = False
+
         def send(message: Mapping[str, Any]) -> tuple[int, Any]:
+            self._settled_last = False
             log.sent(dict(message))
             ident, reply = adapter.request(message, deadline, log.record_event)
             log.reply(reply)
@@ -601,10 +654,9 @@ class Runner:
         number = 0
         for i, step in enumerate(case.steps):
             if isinstance(step, Check):
-                problems = step.evaluate(log, ctx)
-                if problems:
-                    return "failed", [f"steps[{i}] {step.kind}: {p}" for p in problems] \
-                        + check_invariants(log, _renumbered(case, ids))
+                if step.evaluate(log, ctx):
+                    return "failed", [Failing(f"steps[{i}] {step.kind}", step),
+                                      *check_invariants(log, _renumbered(case, ids))]
                 continue
             number += 1
             if step.name == "settle":
@@ -620,17 +672,17 @@ class Runner:
             if isinstance(step, Command) and step.expect is not None:
                 problems = match_reply(step.expect, dict(reply.fields), f"{step.name} reply")
                 if problems:
-                    return "failed", [f"steps[{i}] {step.name} reply: "
-                                      f"{explain(step.rule, step.rule_text, step.why, p)}"
-                                      for p in problems]
+                    return "failed", [Failing(f"steps[{i}] {step.name} reply", None,
+                                              tuple(problems), step.why, step.case_rules,
+                                              step.rule_texts)]
         _, reply, early = self._settle(adapter, log, deadline, "the final settle")
         if not reply.ok:
             return "error", [f"final settle refused: {reply.error_kind}: {reply.error_message}"]
         if early is not None:
             return "error", [early]
-        messages = []
-        for i, check in enumerate(case.expect):
-            messages += [f"expect[{i}] {check.kind}: {p}" for p in check.evaluate(log, ctx)]
+        messages: list[str | Failing] = [
+            Failing(f"expect[{i}] {check.kind}", check)
+            for i, check in enumerate(case.expect) if check.evaluate(log, ctx)]
         messages += check_invariants(log, _renumbered(case, ids))
         if case.strength == "found":  # explore's scenarios release everything they block
             messages += unended_works(log)

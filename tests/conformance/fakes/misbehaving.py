@@ -9,7 +9,8 @@ of the adapter (AP rules of specs/adapter-protocol.md) that leave the runtime co
 - ``early_settle``: that settle answers without letting anything run (AP-5);
 - ``late_thread``: after that settle answered, an event comes 0.3 s later (AP-5, seen
   only by a quiet period: ``--strict-settle``);
-- ``late_event``: an event of case FAKE_CASE written at the reset that ends it (AP-6);
+- ``late_event``: an event of case FAKE_CASE written at the reset that ends it, after
+  the case's last settle answered (AP-5: that settle answered early);
 - ``accepted_after_started``: in case FAKE_CASE every ``accepted`` is written after the
   work's ``started`` (AP-7).
 

@@ -47,6 +47,11 @@ import zlink.executor.ZLinkSpotSerialExecutor;
 public final class Adapter {
     static final int PROTOCOL = 1;
     static final Pattern NAME = Pattern.compile("[A-Za-z][A-Za-z0-9_.-]{0,63}");
+    /** ZLINK_JAVA_MARK=off: leave capability submitter_stack out and write no
+     *  on_submitter_stack mark (what an adapter that does not count entry calls per
+     *  thread looks like; the kit then judges a drain on the submitter's stack from the
+     *  order of events alone, specs/adapter-protocol.md). */
+    static final boolean MARK = !"off".equals(System.getenv("ZLINK_JAVA_MARK"));
     static final boolean TRACE = System.getenv("ZLINK_JAVA_TRACE") != null
         && !System.getenv("ZLINK_JAVA_TRACE").isEmpty();
 
@@ -103,6 +108,7 @@ public final class Adapter {
         // One thread serves ready owners first come, first served (D-13); with more, the
         // owners run side by side and a cut slice is not observable, so it is not claimed.
         if (threads == 1) caps.add("single_execution_resource");
+        if (!MARK) caps.remove("submitter_stack");
         Collections.sort(caps);
         return caps;
     }

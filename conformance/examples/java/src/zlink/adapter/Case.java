@@ -356,7 +356,11 @@ final class Case implements ZLinkObserver {
             this.turn = turn;
             ws.runOwner = turn.owner();
             ws.started = true;
-            c.emit("started", "work", ws.id, "owner", ws.runOwner, "on_submitter_stack", inline);
+            if (Adapter.MARK) {
+                c.emit("started", "work", ws.id, "owner", ws.runOwner, "on_submitter_stack", inline);
+            } else {
+                c.emit("started", "work", ws.id, "owner", ws.runOwner);
+            }
             step(0);
             return done;
         }

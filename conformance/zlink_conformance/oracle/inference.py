@@ -1,0 +1,196 @@
+"""What the kit infers from the order of events alone, without a mark from the adapter.
+
+**A start before the verdict, on one execution resource.** A runtime that declared
+``single_execution_resource`` has one thread (or event loop) for every owner; while it
+is inside a submit call nothing else runs. A work whose ``started`` comes before its own
+``accepted`` can then only have begun inside that call, on the submitter's stack:
+SE-6.5, not the adapter's AP-7. On any other runtime a pool thread may legitimately start
+the work while the submitter is still writing the verdict, so there the order alone
+proves nothing: it stays AP-7 (the adapter lets a work start before its verdict is
+written) unless the ``on_submitter_stack`` mark says the runtime ran it inline.
+
+**Hangs.** An adapter that does not answer within the case timeout is hung, and the case
+would be an error of the adapter. But two hangs are the runtime's, and the log says so:
+
+- **A submit that does not return while its own work runs.** The runner waits for the
+  reply to ``submit w`` and the log already holds ``started:w`` with no end: the work
+  began before the entry returned and now holds the submitting thread, which waits for
+  it (at a gate the runner would open only after the reply). Only a drain run inside the
+  submit call, on the submitter's stack, does that: SE-6.5, whether or not the adapter
+  marks ``on_submitter_stack`` (the mark, when given, only confirms it).
+- **A settle that never answers while works are parked, on a pool.** Works hold their
+  owners' turns (started, not ended: at gates, waits or calls the runner has not
+  released) and an accepted work of another owner, whose turn nobody holds, never
+  started: its drain was posted and did not run. Owners are independent (SE-4.2), so the
+  parked works must not keep it waiting; a runtime that runs works on a bounded pool
+  starves exactly here when the parked works hold every thread. A runtime that declared
+  ``single_execution_resource`` parks its works at awaits, which hold no thread, so
+  there the same hang is not read as starvation but left to the adapter.
+
+- **A work that waits for later work of its own owner.** A work that started and has not
+  ended runs a ``wait_for`` on a work its own owner admitted, which has not started: it
+  can only start once the waiting work gives the turn back, which it never does. SE-8.2
+  demands an immediate error at that wait, never a deadlock, so a hang there fails
+  SE-8.2, whatever any command the runner was waiting for (the detection declared or
+  not: without it the runtime is expected to hang, and that is the failure).
+
+Anything else a hang shows is left as the adapter's error: the log cannot tell a hung
+runtime from a hung adapter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from .invariants import WorkInfo
+from .log import TERMINAL, CaseLog
+
+__all__ = ["hang_evidence", "inline_starts"]
+
+
+def inline_starts(log: CaseLog, *, single_resource: bool) -> list[str]:
+    """SE-6.5 lines for works that started before their own verdict, on a runtime with
+    one execution resource (module docstring); empty on any other runtime."""
+    if not single_resource:
+        return []
+    out = []
+    for work in dict.fromkeys(e.work for _, e in log.events if e.work is not None):
+        events = log.of(work)
+        verdict = next((pos for pos, e in events if e.name in ("accepted", "rejected")), None)
+        started = next(((pos, e) for pos, e in events if e.name == "started"), None)
+        if verdict is None or started is None or started[0] > verdict:
+            continue
+        start, event = started
+        if event.fields.get("on_submitter_stack") is True:
+            continue  # marked: the OffSubmitterStack invariant says it already
+        out.append(f"[SE-6.5] {work} started@{start} before its verdict@{verdict}, inside the "
+                   f"submit call that admitted it: on a runtime with one execution resource "
+                   f"nothing else can have run it before the call returned (inferred from "
+                   f"the order; no on_submitter_stack mark): the drain must be posted, "
+                   f"never run on the submitter's stack")
+    return out
+
+
+def hang_evidence(log: CaseLog, works: Mapping[str, WorkInfo], hung: str,
+                  *, single_resource: bool = False) -> str | None:
+    """The failure line a hang at the log's last command supports, or None. ``hung`` is
+    the runner's own words for the hang (``no answer within ...``)."""
+    command = _unanswered(log)
+    if command is None:
+        return None
+    name = command.get("cmd")
+    self_wait = _self_wait(log, works, hung)
+    if self_wait is not None:
+        return self_wait
+    if name == "submit":
+        return _inline_submit(log, str(command.get("work")), hung)
+    if name == "settle" and not single_resource:
+        return _starved_settle(log, works, hung)
+    return None
+
+
+def _unanswered(log: CaseLog) -> dict[str, Any] | None:
+    """The last command the runner sent, if no reply came after it."""
+    for direction, message in reversed(log.entries):
+        if direction == "sent":
+            sent: dict[str, Any] = dict(message)
+            return sent
+        if "re" in message:
+            return None
+    return None
+
+
+def _inline_submit(log: CaseLog, work: str, hung: str) -> str | None:
+    starts = [pos for pos, e in log.of(work) if e.name == "started"]
+    if not starts:
+        return None
+    ended = any(e.name in TERMINAL for _, e in log.of(work))
+    marked = any(e.name == "started" and e.fields.get("on_submitter_stack") is True
+                 for _, e in log.of(work))
+    how = ("the adapter marks it on_submitter_stack" if marked else
+           "inferred from the order: it started before its submit call returned and holds "
+           "the submitting thread")
+    state = "ended, and the call still did not return" if ended else "has not ended"
+    return (f"[SE-6.5] the submit of {work} did not return while {work} ran: "
+            f"{work} started@{starts[0]} inside the submit call and {state} ({how}): the "
+            f"runtime ran the drain on the submitter's stack, which must be posted, never run "
+            f"by the submitter; seen as: {hung}")
+
+
+def _scripts(log: CaseLog) -> dict[str, list[Any]]:
+    """Each work's script, from the submit commands the runner sent (nested ones too)."""
+    out: dict[str, list[Any]] = {}
+
+    def visit(submission: Mapping[str, Any]) -> None:
+        script = submission.get("script")
+        if isinstance(submission.get("work"), str) and isinstance(script, list):
+            out[submission["work"]] = script
+            for op in script:
+                if isinstance(op, dict) and op.get("op") == "submit":
+                    visit(op)
+
+    for direction, message in log.entries:
+        if direction == "sent" and message.get("cmd") == "submit":
+            visit(message)
+        elif direction == "sent" and message.get("cmd") == "submit_concurrent":
+            for submission in message.get("submissions", []):
+                if isinstance(submission, dict):
+                    visit(submission)
+    return out
+
+
+def _self_wait(log: CaseLog, works: Mapping[str, WorkInfo], hung: str) -> str | None:
+    for work, script in _scripts(log).items():
+        names = log.names(work)
+        if "started" not in names or any(n in TERMINAL for n in names):
+            continue
+        info = works.get(work)
+        for op in script:
+            if not isinstance(op, dict) or op.get("op") != "wait_for":
+                continue
+            other = str(op.get("work"))
+            target = works.get(other)
+            if info is None or target is None or target.route.run != info.route.run:
+                continue
+            if "started" in log.names(other) or "waited" in names:
+                continue
+            start = log.first("started", work)
+            return (f"[SE-8.2] {work} (started@{start}, not ended) waits synchronously for "
+                    f"{other}, which its own owner {info.route.run} admitted and which cannot "
+                    f"start while {work} holds the turn: a deadlock; a wait for the same "
+                    f"coordinator's work must raise at once (error kind reentrancy); seen "
+                    f"as: {hung}")
+    return None
+
+
+def _starved_settle(log: CaseLog, works: Mapping[str, WorkInfo], hung: str) -> str | None:
+    holder: dict[str, str] = {}  # owner -> work holding its turn
+    state: dict[str, str] = {}
+    for _, e in log.events:
+        work = e.work
+        info = works.get(work or "")
+        if work is None or info is None:
+            continue
+        run = info.route.run
+        if e.name == "accepted" and work not in state:
+            state[work] = "queued"
+        elif e.name in ("started", "resumed"):
+            state[work] = "running"
+            holder[run] = work
+        elif e.name == "yielded" or e.name in TERMINAL:
+            state[work] = "done" if e.name in TERMINAL else "yielded"
+            if holder.get(run) == work:
+                del holder[run]
+    parked = sorted((w, o) for o, w in holder.items())
+    starved = sorted((w, works[w].route.run) for w, s in state.items()
+                     if s == "queued" and works[w].route.run not in holder)
+    if not parked or not starved:
+        return None
+    held = ", ".join(f"{w} on {o}" for w, o in parked)
+    waiting = ", ".join(f"{w} on {o}" for w, o in starved)
+    return (f"[SE-4.2] settle never answered while {held} held their turns (parked) and "
+            f"{waiting}, accepted with nobody holding its owner's turn, never started: its "
+            f"drain was posted and did not run, although owners are independent; a runtime "
+            f"that runs works on a bounded pool starves here when the {len(parked)} parked "
+            f"work(s) hold every thread; seen as: {hung}")
