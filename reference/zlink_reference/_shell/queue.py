@@ -76,6 +76,7 @@ from zlink_model.rules import APPLICATION_LANE, LIFECYCLE_LANE, Source
 from . import checks as _checks
 from .checks import require_loop
 from .clock import MonotonicClock, ZLinkClock
+from .loop import thread_state
 from .scope import ScopeMixin, ScopeState, record_zombie_failure
 from .scope import log as zombie_log
 
@@ -100,16 +101,15 @@ ErrorHook = Callable[[BaseException, "ZLinkWorkHandle[Any]"], None]
 
 PENDING = -1
 
-# The record whose synchronous work runs right now on the loop thread (None otherwise).
-# A plain global: set and cleared around each synchronous call, cheaper than a
-# context variable, and only meaningful on the loop thread.
-_sync_current: WorkRecord | None = None
-# The record an async work belongs to, in that work's task context.
+# The record whose synchronous work runs right now is per thread: thread_state().turn.sync
+# (loop.py), set and cleared around each synchronous call (D-24). The record an async
+# work belongs to, in that work's task context.
 _async_current: contextvars.ContextVar[ZLinkWorkHandle[Any] | None] = contextvars.ContextVar(
     "zlink_current_work", default=None
 )
 _get_running_loop = asyncio.events._get_running_loop
 get_ident = threading.get_ident
+_THREAD = thread_state()  # this thread's turn and caches (one object, per-thread fields)
 
 
 class _HandleAux:
@@ -310,8 +310,9 @@ async def _await_elsewhere(handle: ZLinkWorkHandle[Any]) -> None:
 
 def _holder() -> ZLinkWorkHandle[Any] | None:
     """The work whose code is running right now, if that work holds its turn."""
-    if _sync_current is not None:
-        return cast("ZLinkWorkHandle[Any]", _sync_current)
+    sync = _THREAD.turn.sync
+    if sync is not None:
+        return cast("ZLinkWorkHandle[Any]", sync)
     rec = _async_current.get()
     if rec is None or rec.phase != RUNNING or rec._task is not asyncio.current_task():
         return None
@@ -330,8 +331,9 @@ def _turn_in_context() -> ZLinkWorkHandle[Any] | None:
     or through ``wait_for``, ``shield``, ``gather``, ``as_completed``, a task group) is
     the work's wait. Once the work gave its turn back (it ended, or yielded) the task's
     wait is its own (SE-8.2, decision D-14)."""
-    if _sync_current is not None:
-        return cast("ZLinkWorkHandle[Any]", _sync_current)
+    sync = _THREAD.turn.sync
+    if sync is not None:
+        return cast("ZLinkWorkHandle[Any]", sync)
     rec = _async_current.get()
     if rec is None or rec.phase != RUNNING:
         return None
@@ -610,8 +612,6 @@ class _SharedRuntime(QueueRuntime):
 
 _MONOTONIC = MonotonicClock()  # the clock of the shared runtimes (it keeps no state)
 _DEFAULT_POLICY = ZLinkExecutionLanePolicy()  # frozen: one instance serves every default
-_shared = threading.local()  # per thread: a weak reference to its last shared runtime
-_configs: dict[tuple[ZLinkExecutionLanePolicy, float, bool], QueueConfig] = {}
 _CONFIGS_KEPT = 64  # distinct (policy, clock units, yield) configurations kept for sharing
 
 
@@ -621,13 +621,14 @@ def _shared_runtime(loop: asyncio.AbstractEventLoop | None) -> QueueRuntime:
     the loop ran here, or before: D-24's ``thread_id``)."""
     if loop is None:
         loop = asyncio.get_running_loop()
-    ref: weakref.ref[QueueRuntime] | None = getattr(_shared, "rt", None)
+    here = _THREAD  # per thread: a weak reference to its last shared runtime
+    ref: weakref.ref[QueueRuntime] | None = here.shared_rt
     rt = ref() if ref is not None else None
     if rt is not None and rt.loop is loop and (
             rt.thread_id == (rt.maker_id if _get_running_loop() is loop else -1)):
         return rt
     rt = _SharedRuntime(clock=_MONOTONIC, loop=loop)
-    _shared.rt = weakref.ref(rt)
+    here.shared_rt = weakref.ref(rt)
     return rt
 
 
@@ -638,12 +639,13 @@ def _shared_config(policy: ZLinkExecutionLanePolicy, units_per_ms: float,
     a cached one but not the same object gets a config of its own, so ``queue.policy``
     is always the object the caller gave."""
     key = (policy, units_per_ms, yield_allowed)
-    config = _configs.get(key)
+    configs: dict[tuple[ZLinkExecutionLanePolicy, float, bool], QueueConfig] = _THREAD.configs
+    config = configs.get(key)
     if config is not None and config.policy is policy:
         return config
     config = QueueConfig(policy, units_per_ms=units_per_ms, yield_allowed=yield_allowed)
-    if len(_configs) < _CONFIGS_KEPT and key not in _configs:
-        _configs[key] = config
+    if len(configs) < _CONFIGS_KEPT and key not in configs:
+        configs[key] = config
     return config
 
 
@@ -763,8 +765,7 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
                 # asked for this): from here on it is that record's synchronous run, for
                 # is_current and current_work; the drain ends it as the record. The aux
                 # state sends the drain's plain loop to its general step, which looks.
-                global _sync_current
-                _sync_current = core.turn_holder
+                _THREAD.turn.sync = core.turn_holder
                 self._queue_aux()
         return core
 
@@ -1008,7 +1009,7 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
         ``skew`` is how long this slice's drain role waited for its task to start; the
         core is given clock readings minus it, so the time budget counts the time the
         owner held the loop, not the time it waited behind other owners (D-13)."""
-        global _sync_current
+        turn = _THREAD.turn  # this thread's running turn (D-24)
         if _async_current.get() is not None:
             # The drain role may have been posted from a work's task, whose context the
             # callback copied: the works run here are no children of that work.
@@ -1030,7 +1031,7 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
                 # prev None, no turn is held: next_plain gave it back.)
                 prev = core.turn_holder
                 prev_plain = False
-                _sync_current = None
+                turn.sync = None
             rec: ZLinkWorkHandle[Any] | None = next_step(now(), prev, outcome)
             if prev is not None:
                 # Settle after the reservation is released (inside next_step), so a
@@ -1093,7 +1094,7 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
                     # the turn holder is its record already, and its synchronous run
                     # is over.
                     promoted = core.turn_holder
-                    _sync_current = None
+                    turn.sync = None
                 rec = cast("ZLinkWorkHandle[Any]", promoted)
             else:
                 prev_plain = False
@@ -1103,11 +1104,11 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
                     rec._extra().permit = None
                     permit.set_result(None)
                     return None
-                _sync_current = rec
+                turn.sync = rec
                 try:
                     result = rec._work()  # type: ignore[misc]
                 except BaseException as exc:
-                    _sync_current = None
+                    turn.sync = None
                     if not isinstance(exc, Exception):
                         # The process is being torn down: end this turn, keep the drain
                         # role alive on a posted callback, and let the exception through.
@@ -1115,7 +1116,7 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
                         raise
                     prev, outcome, value = rec, FAILED, exc
                     continue
-                _sync_current = None
+                turn.sync = None
                 if result is None:
                     prev, outcome, value = rec, COMPLETED, None
                     continue
@@ -1216,8 +1217,7 @@ class ZLinkSerialExecutionQueue(ScopeMixin):
                 self._plain_failed(rec, value)
                 self._rt.loop.call_soon(self._continue)
                 return
-            global _sync_current
-            _sync_current = None
+            _THREAD.turn.sync = None
             rec = holder  # promoted while it ran (see _records): it ends as its record
         self._core.finish(rec, outcome)
         self._ended(rec, outcome, value)
@@ -1372,11 +1372,9 @@ class _Steps:
         """A runner at rest for the drive task ``task``: one a drive task that ended
         left behind, or a new one. Making a runner (a generator, started) is most of
         what a drive task costs beyond asyncio's own task."""
-        if _RESTING:
-            try:
-                steps = _RESTING.pop()
-            except IndexError:  # another loop's thread took the last one
-                return _Steps(task)
+        resting = _THREAD.resting  # this thread's: no other thread takes from it
+        if resting:
+            steps: _Steps = resting.pop()
             steps.task = task
             return steps
         return _Steps(task)
@@ -1384,10 +1382,11 @@ class _Steps:
     def rest(self) -> None:
         """The drive task ends with its runner between works: keep the runner for the
         next one (a few are kept; nothing of the last work is)."""
-        if len(_RESTING) < 16:
+        resting = _THREAD.resting
+        if len(resting) < 16:
             self.rec = self.aw = self.value = None
             self.task = None  # type: ignore[assignment]
-            _RESTING.append(self)
+            resting.append(self)
 
     def start(self, rec: ZLinkWorkHandle[Any], aw: Awaitable[Any]) -> Any:
         """Run ``rec``'s work up to its first wait, in a copy of the calling context (the
@@ -1431,7 +1430,6 @@ class _DriveSignal:
 
 
 _FAILED = _DriveSignal(None)
-_RESTING: list[_Steps] = []  # runners between works, left by drive tasks that ended
 _copy_context = contextvars.copy_context
 
 

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import contextvars
 import dataclasses
-import itertools
 import logging
 import math
 from collections.abc import Callable, Iterator
@@ -48,7 +47,7 @@ from zlink_model.queue import (
 
 from . import checks as _checks
 from .checks import require_loop
-from .loop import running_loop
+from .loop import running_loop, thread_state
 
 if TYPE_CHECKING:
     from .queue import QueueRuntime, ZLinkSerialExecutionQueue
@@ -70,8 +69,6 @@ ErrorHandler = Callable[[BaseException, Any], None]
 scope_registry: contextvars.ContextVar[list[ScopeMixin] | None] = contextvars.ContextVar(
     "zlink_scope_registry", default=None
 )
-
-_error_order = itertools.count()
 
 
 class ZLinkNotDisposedError(ZLinkUsageError):
@@ -354,5 +351,5 @@ class ScopeMixin:
 def record_zombie_failure(aux_errors: list[tuple[int, BaseException, WorkRecord]],
                           exc: BaseException, rec: WorkRecord) -> None:
     """Keep a zombie's failure, in global order, for ``await_after_cancellation``."""
-    aux_errors.append((next(_error_order), exc, rec))
+    aux_errors.append((next(thread_state().error_order), exc, rec))
 

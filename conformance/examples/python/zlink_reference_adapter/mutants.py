@@ -291,10 +291,10 @@ def _payload_reserved_twice() -> None:
     original = QueueCore.transfer
 
     def patched(self: QueueCore[Any], rec: WorkRecord) -> bool:
-        from zlink_reference._shell import queue as shell_queue
+        from zlink_reference._shell.loop import thread_state
 
         # the Actor queue's record whose turn is placing this execution turn
-        holder = shell_queue._sync_current
+        holder = thread_state().turn.sync
         payload = holder.nbytes - self.config.fixed_reservation if holder is not None else 0
         wake = original(self, rec)
         rec.nbytes += payload
