@@ -126,9 +126,21 @@ def _workload(probe: Any) -> None:
     asyncio.run(main())
 
 
+def _in_threads(count: int, probe: Any) -> None:
+    """Run the workload on ``count`` threads of their own at once. Daemon threads, each
+    given 30 s: a broken queue that never ends a work fails the test, never hangs it."""
+    threads = [threading.Thread(target=_workload, args=(probe,), daemon=True)
+               for _ in range(count)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert not any(t.is_alive() for t in threads), "an owner's loop did not finish"
+
+
 def test_D_24_real_work_on_two_threads_leaves_every_shell_module_unchanged() -> None:
     modules = _shell_modules()
-    _workload(lambda: None)  # first use may import lazily; compare from a warm start
+    _in_threads(1, lambda: None)  # first use may import lazily; compare from a warm start
     before = snapshot(modules)
     changed: set[str] = set()
     lock = threading.Lock()
@@ -138,12 +150,7 @@ def test_D_24_real_work_on_two_threads_leaves_every_shell_module_unchanged() -> 
         with lock:
             changed.update(k for k in before.keys() | now.keys() if before.get(k) != now.get(k))
 
-    threads = [threading.Thread(target=_workload, args=(probe,)) for _ in range(2)]
-    for t in threads:
-        t.start()
-    _workload(probe)
-    for t in threads:
-        t.join(60)
+    _in_threads(2, probe)
     probe()
     assert not changed, (
         f"D-24: running works changed module-level state of the shell: {sorted(changed)}; what "

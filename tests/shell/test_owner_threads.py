@@ -28,7 +28,7 @@ def _owner(name: str, start: threading.Barrier, wrong: list[str], checked: list[
         handles: dict[int, Any] = {}
 
         def check(key: int) -> None:
-            start.wait(30)  # both owners are inside a work of theirs now
+            start.wait(5)  # both owners are inside a work of theirs now
             me = handles[key]
             seen = current_work()
             problems = []
@@ -72,12 +72,14 @@ def test_SE_6_2_current_work_and_is_current_per_thread_for_owners_on_two_threads
     start = threading.Barrier(2)
     wrong: list[list[str]] = [[], []]
     checked = [[0], [0]]
-    threads = [threading.Thread(target=_owner, args=(f"owner{i}", start, wrong[i], checked[i]))
-               for i in range(2)]
+    # Daemon threads: a broken queue that never ends a work must fail this test, not
+    # keep the process alive.
+    threads = [threading.Thread(target=_owner, args=(f"owner{i}", start, wrong[i], checked[i]),
+                                daemon=True) for i in range(2)]
     for t in threads:
         t.start()
     for t in threads:
-        t.join(120)
+        t.join(30)
     assert not any(t.is_alive() for t in threads), "an owner's loop did not finish"
     assert checked[0][0] > 0 and checked[1][0] > 0
     for i in range(2):

@@ -6,10 +6,10 @@ instead of raising."""
 import asyncio
 from typing import Any
 
-from zlink_reference._shell import queue as shell_queue
+from zlink_reference._shell import context
 from zlink_reference._shell.loop import thread_state
 
-_original = shell_queue._turn_in_context
+_original = context.turn_in_context
 
 
 def _own_task_only() -> Any:
@@ -19,4 +19,4 @@ def _own_task_only() -> Any:
     return rec if getattr(rec, "_task", None) is asyncio.current_task() else None
 
 
-shell_queue._turn_in_context = _own_task_only
+context.turn_in_context = _own_task_only
