@@ -38,7 +38,7 @@ from typing import Any
 
 from zlink_model.queue import QueueConfig
 
-from bench_queue import BIG, Peer, async_awaits_once, async_never_suspends, burst
+from bench_queue import BIG, Peer, async_awaits_once, async_never_suspends, burst, sync_item
 
 ROOT = Path(__file__).resolve().parent.parent
 Item = Callable[[], Any]
@@ -81,9 +81,14 @@ def side(module: Any, how: str) -> Callable[[], Any]:
     return Side
 
 
-def shapes(quick: bool) -> list[tuple[str, int, int, int, Item]]:
+def shapes(quick: bool, sync: bool = False) -> list[tuple[str, int, int, int, Item]]:
     rounds = 3 if quick else 20
-    return [
+    # --sync: bench_queue's synchronous bursts too, for an A/B of the drain's sync path.
+    extra: list[tuple[str, int, int, int, Item]] = [
+        ("sync burst, 1 x 1,000", 1, 1000, rounds, sync_item),
+        ("sync burst, 100 x 100", 100, 100, max(1, rounds // 4), sync_item),
+    ] if sync else []
+    return [*extra,
         ("async never suspends, 1 x 1,000", 1, 1000, rounds, async_never_suspends),
         ("async awaits once, 1 x 1,000", 1, 1000, rounds, async_awaits_once),
         ("async into empty queue, 1,000 x 1", 1000, 2, max(1, rounds // 4),
@@ -124,7 +129,7 @@ async def timed(args: argparse.Namespace, sides: dict[str, Callable[[], Any]]) -
     names = list(sides)
     print(f"python {sys.version.split()[0]}, {reps} interleaved repetitions, {args.clock} "
           f"clock; ratios = peer time / side time, median (min..max)", flush=True)
-    for title, owners, per_owner, rounds, item in shapes(args.quick):
+    for title, owners, per_owner, rounds, item in shapes(args.quick, args.sync):
         times: dict[str, list[float]] = {s: [] for s in names}
         for rep in range(reps):
             for s in names[rep % len(names):] + names[:rep % len(names)]:
@@ -145,6 +150,8 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=11, help="interleaved repetitions")
     ap.add_argument("--clock", choices=("wall", "cpu"), default="wall")
     ap.add_argument("--against", metavar="REV", help="also time REV's queue shell")
+    ap.add_argument("--sync", action="store_true",
+                    help="also the synchronous bursts of bench_queue (1 and 100 owners)")
     ap.add_argument("--count", action="store_true",
                     help="print Python calls and bytecodes per item instead of times")
     args = ap.parse_args()
@@ -157,7 +164,7 @@ def main() -> int:
             sides[f"enqueue@{args.against}"] = side(there, "enqueue")
             sides[f"post@{args.against}"] = side(there, "post")
         if args.count:
-            for title, owners, per_owner, _rounds, item in shapes(True):
+            for title, owners, per_owner, _rounds, item in shapes(True, args.sync):
                 print(title)
                 for name, make in sides.items():
                     calls, ops = counted(make, owners, per_owner, item)

@@ -82,35 +82,39 @@ def coordinators_at(ref: str) -> ModuleType:
     return module
 
 
+Clock = Callable[[], float]
+
+
 async def spot_run(mode: ZLinkUserSpotExecutionMode, actors: list[str], items: int,
-                   pkg: ModuleType = this_tree) -> float:
+                   pkg: ModuleType = this_tree, clock: Clock = time.perf_counter) -> float:
     spot = pkg.ZLinkSpotSerialExecutor("bench", mode=pkg.ZLinkUserSpotExecutionMode(mode.value),
                                        policy=BIG, actor_policy=BIG)
     latch = Latch(len(actors))
-    t0 = time.perf_counter()
+    t0 = clock()
     execute = spot.execute_actor
     for actor in actors:
         for _ in range(items - 1):
             execute(actor, sync_item)
         execute(actor, latch.down)
     await latch.fut
-    dt = time.perf_counter() - t0
+    dt = clock() - t0
     await spot.await_quiescence()
     spot.close()
     return dt
 
 
-async def actor_run(actors: list[str], items: int, pkg: ModuleType = this_tree) -> float:
+async def actor_run(actors: list[str], items: int, pkg: ModuleType = this_tree,
+                    clock: Clock = time.perf_counter) -> float:
     executors = [pkg.ZLinkActorSerialExecutor(a, policy=BIG) for a in actors]
     latch = Latch(len(actors))
-    t0 = time.perf_counter()
+    t0 = clock()
     for ex in executors:
         execute = ex.execute_actor
         for _ in range(items - 1):
             execute(sync_item)
         execute(latch.down)
     await latch.fut
-    dt = time.perf_counter() - t0
+    dt = clock() - t0
     for ex in executors:
         ex.close()
     return dt
@@ -142,22 +146,22 @@ def _spread(num: list[float], den: list[float]) -> str:
 Side = Callable[[list[str], int], Awaitable[float]]
 
 
-def sides(against: str | None) -> dict[str, Side]:
+def sides(against: str | None, clock: Clock = time.perf_counter) -> dict[str, Side]:
     per, wide = ZLinkUserSpotExecutionMode.PER_ACTOR, ZLinkUserSpotExecutionMode.SPOT_WIDE
     table: dict[str, Side] = {
-        "Spot PerActor": lambda a, n: spot_run(per, a, n),
-        "Spot SpotWide": lambda a, n: spot_run(wide, a, n),
-        "Actor executors": actor_run,
+        "Spot PerActor": lambda a, n: spot_run(per, a, n, this_tree, clock),
+        "Spot SpotWide": lambda a, n: spot_run(wide, a, n, this_tree, clock),
+        "Actor executors": lambda a, n: actor_run(a, n, this_tree, clock),
         # bench_queue's burst, one round: the bare queues share one runtime and config
         # (Enqueue), as a Spot's queues do; the peer is one Task per owner.
-        "bare queue (enqueue)": lambda a, n: burst(Enqueue, len(a), n, 1, sync_item),
-        "peer": lambda a, n: burst(Peer, len(a), n, 1, sync_item),
+        "bare queue (enqueue)": lambda a, n: burst(Enqueue, len(a), n, 1, sync_item, clock),
+        "peer": lambda a, n: burst(Peer, len(a), n, 1, sync_item, clock),
     }
     if against is not None:
         ref = coordinators_at(against)
-        table[f"Spot PerActor @{against}"] = lambda a, n: spot_run(per, a, n, ref)
-        table[f"Spot SpotWide @{against}"] = lambda a, n: spot_run(wide, a, n, ref)
-        table[f"Actor executors @{against}"] = lambda a, n: actor_run(a, n, ref)
+        table[f"Spot PerActor @{against}"] = lambda a, n: spot_run(per, a, n, ref, clock)
+        table[f"Spot SpotWide @{against}"] = lambda a, n: spot_run(wide, a, n, ref, clock)
+        table[f"Actor executors @{against}"] = lambda a, n: actor_run(a, n, ref, clock)
     return table
 
 
@@ -165,7 +169,7 @@ async def run(args: argparse.Namespace) -> int:
     owners, items = (100, 20) if args.quick else (100, 200)
     reps = 3 if args.quick else args.repeat
     actors = [f"a{i}" for i in range(owners)]
-    table = sides(args.against)
+    table = sides(args.against, time.thread_time if args.clock == "cpu" else time.perf_counter)
     names = list(table)
     times: dict[str, list[float]] = {name: [] for name in names}
     load = os.getloadavg()
@@ -174,8 +178,9 @@ async def run(args: argparse.Namespace) -> int:
             times[name].append(await table[name](actors, items))
     label = f"{owners:,} actors x {items:,}"
     n = owners * items
-    print(f"python {sys.version.split()[0]}, {reps} interleaved repetitions, load average "
-          f"{load[0]:.2f} at the start; ratios = peer time / side time, median (min..max)",
+    print(f"python {sys.version.split()[0]}, {reps} interleaved repetitions, {args.clock} "
+          f"clock, load average {load[0]:.2f} at the start; ratios = peer time / side time, "
+          "median (min..max)",
           flush=True)
     for name in names:
         med = statistics.median(times[name])
@@ -202,6 +207,9 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=7, help="interleaved repetitions (default 7)")
     ap.add_argument("--against", metavar="REF", default=None,
                     help="also run the coordinators of this git revision (e.g. main)")
+    ap.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                    help="cpu: time with the thread's CPU clock, which leaves out the time "
+                         "the process waited for a core (a loaded machine)")
     return asyncio.run(run(ap.parse_args()))
 
 

@@ -147,3 +147,15 @@ def test_dev_help_lists_every_dev_command() -> None:
     for command in commands:
         if command != "help":
             assert command in listed, f"./dev help leaves out {command}"
+
+
+def test_reading_the_reference_lists_every_room_of_the_shell_in_order() -> None:
+    """docs/implementers.md reads the shell in the order the layering test holds."""
+    from test_layering import SHELL_ORDER
+
+    text = (ROOT / "docs" / "implementers.md").read_text()
+    section = text.split("## Reading the reference", 1)[1].split("\n## ", 1)[0]
+    listed = re.findall(r"^\| `([a-z_]+)\.py` \|", section, re.M)
+    shell = ROOT / "reference" / "zlink_reference" / "_shell"
+    assert listed == [*SHELL_ORDER, "__init__"]
+    assert sorted(listed) == sorted(p.stem for p in shell.glob("*.py"))

@@ -173,3 +173,144 @@ def test_the_layering_check_catches_each_kind_of_break(tmp_path: Path) -> None:
     assert "private module zlink_reference._shell imported across packages" in found
     assert "zlink_conformance imports z3, which is not in the standard library" in found
     assert "scope.py:2: touches _release, a private attribute of a model object" in found
+
+
+# ------------------------------------------------------------------- inside the shell
+# The shell's rooms, lowest first (docs/design.md, docs/implementers.md "Reading the
+# reference"): a module imports only modules before it, type-only imports included, so
+# no circle can form. The package's __init__ is the seam, above them all.
+SHELL_ORDER = ("clock", "loop", "checks", "context", "handle", "scope", "drain", "drive",
+               "queue")
+# The runtime's packages beside the shell, which may use it only through its seam.
+SHELL_SIBLINGS = ("coordinators", "disposal", "testing", "__init__.py")
+
+
+def _shell_private_names(shell: Path) -> frozenset[str]:
+    """Underscore names (methods, attributes, slots) of the shell's classes."""
+    names: set[str] = set()
+    for path in shell.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.ClassDef):
+                continue
+            for item in ast.walk(node):
+                if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef):
+                    names.add(item.name)
+                elif isinstance(item, ast.Attribute) and isinstance(item.value, ast.Name) \
+                        and item.value.id == "self":
+                    names.add(item.attr)
+                elif isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
+                    names.add(item.target.id)
+                elif isinstance(item, ast.Constant) and isinstance(item.value, str):
+                    names.add(item.value)  # __slots__ entries
+    return frozenset(n for n in names if n.startswith("_") and not n.startswith("__"))
+
+
+def _seam(shell: Path) -> frozenset[str]:
+    """The names ``_shell/__init__.py`` lists in ``__all__``: the seam."""
+    tree = ast.parse((shell / "__init__.py").read_text(encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(
+                isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
+            return frozenset(ast.literal_eval(node.value))
+    return frozenset()
+
+
+def shell_problems(runtime: Path) -> list[str]:
+    """Every break of the shell's order or of its seam, as ``file:line: why``."""
+    problems: list[str] = []
+    shell = runtime / "_shell"
+    rank = {name: i for i, name in enumerate(SHELL_ORDER)}
+    for path in sorted(shell.glob("*.py")):
+        where = f"{path.relative_to(runtime.parent)}"
+        if path.stem == "__init__":
+            continue
+        if path.stem not in rank:
+            problems.append(f"{where}: {path.stem} has no place in the shell's order "
+                            f"{SHELL_ORDER}")
+            continue
+        for line, module, names in _imports(runtime, path):
+            parts = module.split(".")
+            if parts[:2] != [runtime.name, "_shell"]:
+                continue
+            targets = [parts[2]] if len(parts) > 2 else list(names)
+            for target in targets:
+                if target not in rank:
+                    problems.append(f"{where}:{line}: imports the shell's seam or an "
+                                    f"unknown room ({module} {target})")
+                elif rank[target] >= rank[path.stem]:
+                    problems.append(f"{where}:{line}: {path.stem} imports {target}, which "
+                                    f"is not below it in the shell's order {SHELL_ORDER}")
+    seam = _seam(shell)
+    private = _shell_private_names(shell)
+    for sibling in SHELL_SIBLINGS:
+        for path in sorted((runtime / sibling).rglob("*.py")) if sibling.endswith("s") or \
+                (runtime / sibling).is_dir() else [runtime / sibling]:
+            where = f"{path.relative_to(runtime.parent)}"
+            for line, module, names in _imports(runtime, path):
+                parts = module.split(".")
+                if parts[:2] != [runtime.name, "_shell"]:
+                    continue
+                if len(parts) > 2:
+                    problems.append(f"{where}:{line}: imports {module}: use the shell "
+                                    "through its seam, zlink_reference._shell")
+                for name in names:
+                    if name not in seam:
+                        problems.append(f"{where}:{line}: {name} is not in the shell's "
+                                        "seam (_shell/__init__.py __all__)")
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Attribute) and node.attr in private \
+                        and not (isinstance(node.value, ast.Name)
+                                 and node.value.id in ("self", "cls")) \
+                        and not (isinstance(node.value, ast.Call)
+                                 and isinstance(node.value.func, ast.Name)
+                                 and node.value.func.id == "super"):
+                    problems.append(f"{where}:{node.lineno}: touches {node.attr}, a private "
+                                    "member of a shell object (add it to the seam instead)")
+    return problems
+
+
+def test_the_shell_keeps_its_order_and_is_used_through_its_seam() -> None:
+    problems = shell_problems(PACKAGES["zlink_reference"])
+    assert not problems, ("the shell's rooms or seam are broken (docs/design.md, "
+                          "Layers 1):\n" + "\n".join(problems))
+
+
+def test_the_shell_check_catches_a_circle_a_side_door_and_a_private_reach(
+        tmp_path: Path) -> None:
+    runtime = tmp_path / "zlink_reference"
+    files = {
+        "__init__.py": "from ._shell import Thing\n",
+        "_shell/__init__.py": '__all__ = ["Thing", "checks"]\nfrom .queue import Thing\n',
+        "_shell/loop.py": "from typing import TYPE_CHECKING\n"
+                          "if TYPE_CHECKING:\n    from .queue import Thing\n",
+        "_shell/handle.py": "from . import context\n",
+        "_shell/context.py": "",
+        "_shell/drain.py": "from .drain import x\n",
+        "_shell/queue.py": "class Thing:\n    __slots__ = ('_core',)\n"
+                           "    def _transfer(self): ...\n",
+        "_shell/extra.py": "",
+        "coordinators/spot.py": "from .._shell.queue import Thing\n"
+                                "from .._shell import Hidden, checks\n"
+                                "def f(q):\n    q._transfer()\n    return q._core\n"
+                                "class C:\n    def g(self):\n        return self._core\n",
+        "disposal/runtime.py": "from zlink_reference._shell.scope import X\n",
+        "testing/spot.py": "",
+    }
+    for rel, text in files.items():
+        (runtime / rel).parent.mkdir(parents=True, exist_ok=True)
+        (runtime / rel).write_text(text)
+    found = "\n".join(shell_problems(runtime))
+    assert "_shell/loop.py:3: loop imports queue, which is not below it" in found
+    assert "_shell/drain.py:1: drain imports drain, which is not below it" in found
+    assert "_shell/handle.py:1" not in found  # context is below handle
+    assert "extra has no place in the shell's order" in found
+    assert ("coordinators/spot.py:1: imports zlink_reference._shell.queue: use the shell "
+            "through its seam") in found
+    assert "coordinators/spot.py:2: Hidden is not in the shell's seam" in found
+    assert "coordinators/spot.py:2: checks" not in found
+    assert "coordinators/spot.py:4: touches _transfer, a private member" in found
+    assert "coordinators/spot.py:5: touches _core, a private member" in found
+    assert "coordinators/spot.py:8" not in found  # its own member, through self
+    assert "disposal/runtime.py:1: imports zlink_reference._shell.scope" in found
+    assert "zlink_reference/__init__.py" not in found

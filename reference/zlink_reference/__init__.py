@@ -19,14 +19,16 @@ from zlink_model.errors import (
 )
 from zlink_model.policy import ZLinkExecutionLanePolicy
 
-from ._shell.checks import ownership_checks, set_ownership_checks
-from ._shell.clock import MonotonicClock, ZLinkClock
-from ._shell.queue import (
+from ._shell import (
+    MonotonicClock,
     QueueRuntime,
     QueueStatistics,
+    ZLinkClock,
     ZLinkSerialExecutionQueue,
     ZLinkWorkHandle,
     current_work,
+    ownership_checks,
+    set_ownership_checks,
     yield_framework_call,
 )
 from .coordinators import (

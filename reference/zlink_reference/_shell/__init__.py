@@ -1,1 +1,127 @@
-"""Shells: the only code that imports asyncio. They drive the core and decide nothing."""
+"""Shells: the only code that imports asyncio. They drive the core and decide nothing.
+
+This file is the shell's seam: ``__all__`` names everything the rest of the runtime
+(the package's public surface, the coordinators, disposal and the testing helpers) may
+use of the shell, and ``tests/test_layering.py`` fails on any other import from the
+shell or any private member of a shell object touched from outside it. The functions
+below are the few internal steps those packages need, each named for what it does
+rather than for the member it reaches.
+
+The rooms, lowest first (each imports only rooms before it): ``clock``, ``loop``,
+``checks``, ``context``, ``handle``, ``scope``, ``drain``, ``drive``, ``queue``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from zlink_model.queue import CANCELLED, MODE_CANCELLED, QueueCore
+
+from . import checks
+from .checks import ownership_checks, require_loop, set_ownership_checks
+from .clock import MonotonicClock, ZLinkClock
+from .handle import ErrorHook, TurnHold, Work, ZLinkWorkHandle, current_work
+from .loop import Cancelled, EventLoop, QueueRuntime, running_loop
+from .queue import QueueStatistics, ZLinkSerialExecutionQueue, yield_framework_call
+from .scope import (
+    ScopeMixin,
+    ScopeQueue,
+    ZLinkNotDisposedError,
+    ZombieInfo,
+    scope_registry,
+)
+
+__all__ = [
+    "Cancelled",
+    "ErrorHook",
+    "EventLoop",
+    "MonotonicClock",
+    "QueueRuntime",
+    "QueueStatistics",
+    "ScopeMixin",
+    "ScopeQueue",
+    "TurnHold",
+    "Work",
+    "ZLinkClock",
+    "ZLinkNotDisposedError",
+    "ZLinkSerialExecutionQueue",
+    "ZLinkWorkHandle",
+    "ZombieInfo",
+    "cancel_unplaced",
+    "checks",
+    "current_work",
+    "dispose_with_survivors",
+    "ownership_checks",
+    "place_record",
+    "queue_core",
+    "queue_records",
+    "require_loop",
+    "running_loop",
+    "scope_registry",
+    "set_ownership_checks",
+    "take_queued",
+    "transfer",
+    "when_idle",
+    "widen",
+    "yield_framework_call",
+]
+
+
+def queue_core(queue: ZLinkSerialExecutionQueue) -> QueueCore[Any]:
+    """The model's state of ``queue``, for code that reads it (quiescence, checkers)."""
+    return queue._core
+
+
+def queue_records(queue: ZLinkSerialExecutionQueue) -> QueueCore[Any]:
+    """The model's state of ``queue`` with every live posted work made a record, for
+    code that must see each live work as one (accounting, checkers)."""
+    return queue._records()
+
+
+def transfer(queue: ZLinkSerialExecutionQueue, work: Work,
+             gates: tuple[object, ...]) -> ZLinkWorkHandle[Any]:
+    """Place an execution turn of already-accepted work on ``queue`` (SpotWide,
+    SE-4.5): never refused, it needs the turns and claims ``gates``."""
+    return queue._transfer(work, gates)
+
+
+def widen(handle: ZLinkWorkHandle[Any], gates: tuple[object, ...]) -> None:
+    """``handle`` (a SpotWide Actor work) needs every turn in ``gates`` (SE-8.2), and
+    its failure is reported once, by the Spot queue that ran it."""
+    handle._gates = gates
+    handle._quiet()
+
+
+def take_queued(queue: ZLinkSerialExecutionQueue) -> list[tuple[ZLinkWorkHandle[Any], Work]]:
+    """Take every never-started work out of ``queue``, in line order (SE-4.7)."""
+    return queue._take_queued()
+
+
+def when_idle(queue: ZLinkSerialExecutionQueue, zombies_too: bool,
+              callback: Callable[[], None]) -> None:
+    """Call ``callback`` once ``queue`` has no live (``zombies_too``) or no active
+    work left."""
+    queue._when(zombies_too, callback)
+
+
+def place_record(queue: ZLinkSerialExecutionQueue, handle: ZLinkWorkHandle[Any]) -> None:
+    """Place a handle made earlier (a session's final work) by transfer (D-6, D-12)."""
+    queue._transfer_record(handle)
+
+
+def cancel_unplaced(handle: ZLinkWorkHandle[Any], exc: BaseException) -> None:
+    """End a handle that was accepted but never placed (a session's final work when
+    its scope is cancelled first) as cancelled."""
+    handle._settle(CANCELLED, exc)
+
+
+def dispose_with_survivors(scope: ScopeMixin) -> None:
+    """``dispose`` the scope, then cancel once more the zombies of queues it had
+    cancelled before (works that outlived that cancellation, SD-3a): the runtime end
+    cancels every zombie (SD-5)."""
+    survivors = [(q, [r for r in q._records().live_records() if r.zombie])
+                 for q in scope._scope_queues() if q._core.mode == MODE_CANCELLED]
+    scope.dispose()
+    for q, recs in survivors:
+        q._cancel_delivery(recs)

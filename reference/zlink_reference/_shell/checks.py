@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from zlink_model.errors import ZLinkNotOnLaneError
 
 if TYPE_CHECKING:
-    from .queue import QueueRuntime
+    from .loop import QueueRuntime
 
 __all__ = ["ON", "ownership_checks", "require_loop", "set_ownership_checks"]
 

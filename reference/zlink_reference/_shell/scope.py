@@ -29,12 +29,11 @@ from __future__ import annotations
 
 import contextvars
 import dataclasses
-import itertools
 import logging
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any, Protocol, Self
 
 from zlink_model.errors import ZLinkUsageError
 from zlink_model.queue import (
@@ -43,15 +42,16 @@ from zlink_model.queue import (
     MODE_TIMEOUT,
     PHASE_NAMES,
     SUSPENDED,
+    QueueCore,
     WorkRecord,
 )
 
 from . import checks as _checks
 from .checks import require_loop
-from .loop import running_loop
+from .loop import ScopeState, running_loop, thread_state
 
 if TYPE_CHECKING:
-    from .queue import QueueRuntime, ZLinkSerialExecutionQueue
+    from .loop import QueueRuntime
 
 __all__ = [
     "ErrorHandler",
@@ -71,7 +71,32 @@ scope_registry: contextvars.ContextVar[list[ScopeMixin] | None] = contextvars.Co
     "zlink_scope_registry", default=None
 )
 
-_error_order = itertools.count()
+
+class ScopeQueue(Protocol):
+    """What a scope sees of each of its queues: the core's modes and counters, the
+    records of its live works, its quiescence waiters and zombie failures, and the one
+    step that cancels it. A ``ZLinkSerialExecutionQueue`` is one (queue.py); this module
+    never imports it."""
+
+    _core: QueueCore[Any]
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def _aux(self) -> Any: ...
+
+    def _records(self) -> QueueCore[Any]: ...
+
+    def _queue_aux(self) -> Any: ...
+
+    def _check_waiters(self) -> None: ...
+
+    async def _wait_until(self, zombies_too: bool) -> None: ...
+
+    def _scope_cancel(self, *, expire: bool) -> None: ...
+
+    def _cancel_delivery(self, records: list[Any]) -> None: ...
 
 
 class ZLinkNotDisposedError(ZLinkUsageError):
@@ -91,17 +116,6 @@ class ZombieInfo:
     awaiting: str | None  # what a suspended zombie waits on
 
 
-class ScopeState:
-    """Disposal state of one scope (created on first disposal)."""
-
-    __slots__ = ("disposed_at", "timer", "warn_timer")
-
-    def __init__(self) -> None:
-        self.disposed_at: float | None = None
-        self.timer: Any = None
-        self.warn_timer: Any = None
-
-
 class ScopeMixin:
     """The scope surface shared by ``ZLinkSerialExecutionQueue`` and the coordinators.
 
@@ -119,7 +133,7 @@ class ScopeMixin:
         @property
         def name(self) -> str: ...
 
-    def _scope_queues(self) -> list[ZLinkSerialExecutionQueue]:
+    def _scope_queues(self) -> Sequence[ScopeQueue]:
         raise NotImplementedError
 
     def _scope_closing(self) -> None:
@@ -129,6 +143,7 @@ class ScopeMixin:
         """Hook: the scope cancels what is left (dispose, or the timeout expired)."""
 
     def _scope_state(self) -> ScopeState:
+        """This scope's disposal state, kept by its own runtime."""
         return self._own_runtime().scope_state(self)
 
     def _own_runtime(self) -> QueueRuntime:
@@ -213,7 +228,7 @@ class ScopeMixin:
             if q._core.mode == MODE_TIMEOUT:
                 q._scope_cancel(expire=True)
 
-    def _maybe_stop_timer(self, _queue: ZLinkSerialExecutionQueue) -> None:
+    def _maybe_stop_timer(self, _queue: ScopeQueue) -> None:
         """Everything finished before the timeout: the timer has nothing left to do."""
         state = self._scope_state()
         if state.timer is not None and all(q._core.live() == 0 for q in self._scope_queues()):
@@ -305,7 +320,7 @@ class ScopeMixin:
         self.destroy()
 
     # --------------------------------------------------------- accounting
-    def _counted(self) -> Iterator[tuple[ZLinkSerialExecutionQueue, WorkRecord]]:
+    def _counted(self) -> Iterator[tuple[ScopeQueue, WorkRecord]]:
         """Live works of the scope, each once (a coordinator skips duplicates)."""
         for q in self._scope_queues():
             for rec in q._records().live_records():
@@ -354,5 +369,5 @@ class ScopeMixin:
 def record_zombie_failure(aux_errors: list[tuple[int, BaseException, WorkRecord]],
                           exc: BaseException, rec: WorkRecord) -> None:
     """Keep a zombie's failure, in global order, for ``await_after_cancellation``."""
-    aux_errors.append((next(_error_order), exc, rec))
+    aux_errors.append((next(thread_state().error_order), exc, rec))
 

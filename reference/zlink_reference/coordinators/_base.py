@@ -10,16 +10,18 @@ from zlink_model.errors import ZLinkClosedError
 from zlink_model.policy import ZLinkExecutionLanePolicy
 from zlink_model.queue import Observer, QueueConfig
 
-from .._shell import checks
-from .._shell.clock import ZLinkClock
-from .._shell.loop import EventLoop, running_loop
-from .._shell.queue import (
+from .._shell import (
     ErrorHook,
+    EventLoop,
     QueueRuntime,
+    ScopeMixin,
     Work,
+    ZLinkClock,
     ZLinkSerialExecutionQueue,
+    checks,
+    queue_core,
+    running_loop,
 )
-from .._shell.scope import ScopeMixin
 from .lane import ZLinkStateLane
 
 __all__ = ["Coordinator", "check_id", "check_payload", "check_work"]
@@ -134,14 +136,14 @@ class Coordinator(ScopeMixin):
         if running_loop() is not self._rt.loop and self._rt.foreign():
             return await self._rt.wait_on_loop(self.await_quiescence)
         while True:
-            busy = [q for q in self._made if not q._core.is_idle()]
+            busy = [q for q in self._made if not queue_core(q).is_idle()]
             if not busy:
                 return
             for q in busy:
                 await q.await_quiescence()
 
     def _forget_idle_closed(self) -> None:
-        self._made = [q for q in self._made if not (q.closed and q._core.is_idle())]
+        self._made = [q for q in self._made if not (q.closed and queue_core(q).is_idle())]
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self._name!r}{' closed' if self._closed else ''}>"

@@ -9,9 +9,14 @@ from typing import Any
 from zlink_model.policy import ZLinkExecutionLanePolicy
 from zlink_model.queue import Observer
 
-from .._shell.clock import ZLinkClock
-from .._shell.loop import EventLoop
-from .._shell.queue import ErrorHook, QueueStatistics, Work, ZLinkWorkHandle
+from .._shell import (
+    ErrorHook,
+    EventLoop,
+    QueueStatistics,
+    Work,
+    ZLinkClock,
+    ZLinkWorkHandle,
+)
 from ._base import Coordinator, check_id, check_payload, check_work
 from .snapshot import ActorRegistry, ActorStateCell, ActorStateSnapshot, with_snapshot
 

@@ -19,7 +19,7 @@ from typing import TypeVar
 
 from zlink_model.errors import ZLinkNotOnLaneError, ZLinkReentrancyError
 
-from .._shell.queue import QueueRuntime
+from .._shell import QueueRuntime
 
 __all__ = ["ZLinkStateLane"]
 

@@ -15,13 +15,22 @@ from threading import get_ident
 from typing import Any
 
 from zlink_model.policy import ZLinkExecutionLanePolicy
-from zlink_model.queue import CANCELLED, Observer
+from zlink_model.queue import Observer
 
-from .._shell import checks
-from .._shell.checks import require_loop
-from .._shell.clock import ZLinkClock
-from .._shell.loop import Cancelled, EventLoop
-from .._shell.queue import ErrorHook, QueueStatistics, Work, ZLinkWorkHandle
+from .._shell import (
+    Cancelled,
+    ErrorHook,
+    EventLoop,
+    QueueStatistics,
+    Work,
+    ZLinkClock,
+    ZLinkWorkHandle,
+    cancel_unplaced,
+    checks,
+    place_record,
+    require_loop,
+    when_idle,
+)
 from ._base import Coordinator, check_id, check_payload, check_work
 
 __all__ = ["ZLinkSessionSerialExecutor"]
@@ -84,7 +93,7 @@ class ZLinkSessionSerialExecutor(Coordinator):
         self._closed = True  # the coordinator refuses new work from now on
         queue.close()
 
-        queue._when(True, partial(self._place_final, handle))
+        when_idle(queue, True, partial(self._place_final, handle))
         return handle
 
     def _place_final(self, handle: ZLinkWorkHandle[Any]) -> None:
@@ -93,7 +102,7 @@ class ZLinkSessionSerialExecutor(Coordinator):
             require_loop(self._rt, "place the final work")
         if handle.done():  # cancelled by a disposal before its turn came
             return
-        self._queue._transfer_record(handle)
+        place_record(self._queue, handle)
 
     def _scope_cancelling(self) -> None:
         # A final work not placed yet was accepted: it ends cancelled, never runs.
@@ -101,7 +110,7 @@ class ZLinkSessionSerialExecutor(Coordinator):
             require_loop(self._rt, "cancel the final work")
         final = self._final
         if final is not None and not final.done() and getattr(final, "wid", -1) < 0:
-            final._settle(CANCELLED, Cancelled("disposed before it started"))
+            cancel_unplaced(final, Cancelled("disposed before it started"))
 
     def close(self) -> None:
         """No new work; accepted work (a pending final work included) finishes."""

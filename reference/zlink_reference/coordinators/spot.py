@@ -35,16 +35,20 @@ from typing import Any
 from zlink_model.policy import ZLinkExecutionLanePolicy
 from zlink_model.queue import Observer, WorkRecord
 
-from .._shell import checks
-from .._shell.clock import ZLinkClock
-from .._shell.loop import EventLoop
-from .._shell.queue import (
+from .._shell import (
     ErrorHook,
+    EventLoop,
     QueueStatistics,
+    ScopeQueue,
     TurnHold,
     Work,
+    ZLinkClock,
     ZLinkSerialExecutionQueue,
     ZLinkWorkHandle,
+    checks,
+    take_queued,
+    transfer,
+    widen,
 )
 from ._base import Coordinator, check_id, check_payload, check_work
 from .snapshot import ActorRegistry, ActorStateCell, ActorStateSnapshot, with_snapshot
@@ -116,7 +120,7 @@ class _SpotWideTurn:
         self.__wrapped__ = work
 
     def __call__(self) -> TurnHold:
-        return TurnHold(self.spot._transfer(self.wrapped, self.gates))
+        return TurnHold(transfer(self.spot, self.wrapped, self.gates))
 
 
 class ZLinkSpotSerialExecutor(Coordinator):
@@ -222,8 +226,7 @@ class ZLinkSpotSerialExecutor(Coordinator):
         turn = _SpotWideTurn(spot, wrapped, (spot, queue), work)
         handle = (queue.enqueue_with_payload_bytes(turn, payload) if payload
                   else queue.enqueue(turn))
-        handle._gates = (queue, spot)
-        handle._quiet()  # a failure is reported once, by the Spot queue that ran it
+        widen(handle, (queue, spot))  # a failure is reported once, by the Spot queue
         return handle
 
     def execute_timer(self, timer_name: str, work: Work) -> ZLinkWorkHandle[Any]:
@@ -312,7 +315,7 @@ class ZLinkSpotSerialExecutor(Coordinator):
                 return []
             fixed = q.policy.fixed_work_byte_cost
             out = []
-            for rec, work in q._take_queued():
+            for rec, work in take_queued(q):
                 out.append(ZLinkPendingWork(actor_id, work, rec.nbytes - fixed, rec))
             return out
 
@@ -336,7 +339,7 @@ class ZLinkSpotSerialExecutor(Coordinator):
             route.queue = None
         self._timer_queues.clear()
 
-    def _counted(self) -> Iterator[tuple[ZLinkSerialExecutionQueue, WorkRecord]]:
+    def _counted(self) -> Iterator[tuple[ScopeQueue, WorkRecord]]:
         # A SpotWide Actor work is one work seen twice: its record on the Actor queue
         # and its execution turn on the Spot queue. Count the Actor record.
         for q, rec in super()._counted():

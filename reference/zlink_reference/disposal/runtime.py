@@ -19,10 +19,14 @@ import math
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
-from zlink_model.queue import MODE_CANCELLED
-
-from .._shell.clock import MonotonicClock, ZLinkClock
-from .._shell.scope import ScopeMixin, ZombieInfo, scope_registry
+from .._shell import (
+    MonotonicClock,
+    ScopeMixin,
+    ZLinkClock,
+    ZombieInfo,
+    dispose_with_survivors,
+    scope_registry,
+)
 
 __all__ = ["ShutdownReport", "ZLinkRuntime", "run"]
 
@@ -80,13 +84,9 @@ class ZLinkRuntime:
             log.warning("runtime end: cancelling zombie work %s of %s (%s, %s)",
                         z.work, z.queue, z.label or "unlabelled", z.state)
         for s in self.scopes:
-            survivors = [(q, [r for r in q._records().live_records() if r.zombie])
-                         for q in s._scope_queues() if q._core.mode == MODE_CANCELLED]
-            s.dispose()
             # Zombies of a scope cancelled before (works that did not end within that
             # cancellation, SD-3a) are cancelled once more, like every other zombie.
-            for q, recs in survivors:
-                q._cancel_delivery(recs)
+            dispose_with_survivors(s)
         abandoned = tuple(await self._wait_zombies())
         for z in abandoned:
             log.error("runtime end: zombie work %s of %s did not end within %s ms after "

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from zlink_model.invariants import SpotWideView
 from zlink_model.queue import WorkRecord
 
+from .._shell import queue_core, queue_records
 from ..coordinators.spot import ZLinkSpotSerialExecutor
 
 __all__ = ["spot_wide_view"]
@@ -28,11 +29,11 @@ def spot_wide_view(spot: ZLinkSpotSerialExecutor,
     sets when it places the turn (``execute_actor``)."""
     spot_queue = spot._spot
     prefix = f"{spot.name}/actor:"
-    actors = {q.name[len(prefix):]: q._core for q in spot._made if q.name.startswith(prefix)}
+    actors = {q.name[len(prefix):]: queue_core(q) for q in spot._made if q.name.startswith(prefix)}
     by_queue = {id(q): q.name[len(prefix):] for q in spot._made if q.name.startswith(prefix)}
     turn_of: dict[int, str] = {}
-    for rec in spot_queue._records().live_records():
+    for rec in queue_records(spot_queue).live_records():
         gates: tuple[object, ...] = getattr(rec, "_gates", ())
         if len(gates) > 1 and id(gates[1]) in by_queue:
             turn_of[rec.wid] = by_queue[id(gates[1])]
-    return SpotWideView(spot_queue._core, actors, turn_of, reservation)
+    return SpotWideView(queue_core(spot_queue), actors, turn_of, reservation)

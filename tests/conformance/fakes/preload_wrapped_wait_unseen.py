@@ -6,16 +6,17 @@ instead of raising."""
 import asyncio
 from typing import Any
 
-from zlink_reference._shell import queue as shell_queue
+from zlink_reference._shell import context
+from zlink_reference._shell.loop import thread_state
 
-_original = shell_queue._turn_in_context
+_original = context.turn_in_context
 
 
 def _own_task_only() -> Any:
     rec = _original()
-    if rec is None or shell_queue._sync_current is not None:
+    if rec is None or thread_state().turn.sync is not None:
         return rec
     return rec if getattr(rec, "_task", None) is asyncio.current_task() else None
 
 
-shell_queue._turn_in_context = _own_task_only
+context.turn_in_context = _own_task_only

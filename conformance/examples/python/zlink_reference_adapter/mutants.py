@@ -291,10 +291,10 @@ def _payload_reserved_twice() -> None:
     original = QueueCore.transfer
 
     def patched(self: QueueCore[Any], rec: WorkRecord) -> bool:
-        from zlink_reference._shell import queue as shell_queue
+        from zlink_reference._shell.loop import thread_state
 
         # the Actor queue's record whose turn is placing this execution turn
-        holder = shell_queue._sync_current
+        holder = thread_state().turn.sync
         payload = holder.nbytes - self.config.fixed_reservation if holder is not None else 0
         wake = original(self, rec)
         rec.nbytes += payload
@@ -399,12 +399,12 @@ def _snapshot_reads_live_state() -> None:
 @mutant("reentrancy_check_off", "SE-8.2", "NoSelfWait",
         "waiting on work of the same coordinator is not detected")
 def _reentrancy_check_off() -> None:
-    from zlink_reference._shell import queue as shell_queue
+    from zlink_reference._shell import context
 
     def never(target: Any, *, held_turn: bool) -> None:
         return None
 
-    shell_queue._check_reentrancy = never
+    context.check_reentrancy = never
 
 
 @mutant("queue_exposed", "SE-3.1", "NoQueueChoice",

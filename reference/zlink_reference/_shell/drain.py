@@ -1,0 +1,379 @@
+"""The drain: the turns of one queue, run in the order the core picks (SE-6.3 .. SE-6.7).
+
+The drain role is held by exactly one piece of code at a time: the posted drain
+callback, a drive task (drive.py), or a resumed work's task. Synchronous works run
+inline in the drain loop (``_run_turns``), with this thread's ``TurnState`` naming the
+running record (D-24). The first work that returns an awaitable moves the drain role
+into a drive task; a work that returns a ``TurnHold`` parks the drain until the held
+work ends (SE-4.6). Whoever ends a turn carries the drain role on. Between works the
+drain reads the clock and hands it to the core, which decides whether the slice ends
+(SE-6.4); a slice that ends with work left is posted again, so other owners' drains run
+first (SE-6.5).
+
+``DrainingQueue`` is the part of a queue that holds the drain role: its core, its
+runtime, its per-queue extras (``QueueAux``: quiescence waiters, zombie failures) and
+the loop that ends one turn and starts the next. ``drive.DrivenQueue`` adds the drive
+task and Yield; ``queue.ZLinkSerialExecutionQueue`` adds submission, close and
+statistics.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from functools import partial
+from types import CoroutineType
+from typing import Any, cast
+
+from zlink_model.queue import (
+    COMPLETED,
+    FAILED,
+    QueueCore,
+    WorkRecord,
+)
+
+from . import checks as _checks
+from .checks import require_loop
+from .context import async_current
+from .handle import TurnHold, Work, ZLinkWorkHandle
+from .loop import QueueRuntime, thread_state
+from .scope import record_zombie_failure
+
+__all__ = ["DrainingQueue", "QueueAux"]
+
+_THREAD = thread_state()  # this thread's turn and caches (one object, per-thread fields)
+_copy_context = __import__("contextvars").copy_context
+
+
+class QueueAux:
+    """Per-queue state most queues never need: waiters for "no live work" or "no active
+    work" (quiescence, SD-3), zombie failures kept for ``await_after_cancellation``, the
+    disposal timer, and a hook the scope layer uses to notice work ending."""
+
+    __slots__ = ("on_end", "timer", "waiters", "zombie_errors")
+
+    def __init__(self) -> None:
+        self.waiters: list[tuple[bool, asyncio.Future[None]]] = []
+        self.zombie_errors: list[tuple[int, BaseException, WorkRecord]] = []
+        self.timer: Any = None
+        self.on_end: Callable[[Any], None] | None = None
+
+
+
+class DrainingQueue:
+    """The part of a queue that holds the drain role (see the module's text)."""
+
+    __slots__ = ("_aux", "_core", "_rt")
+
+    _rt: QueueRuntime
+    _core: QueueCore[ZLinkWorkHandle[Any]]
+    _aux: QueueAux | None
+
+    @property
+    def name(self) -> str:
+        """The queue's name, as it appears in traces and errors."""
+        return self._core.name
+
+    def _plain_record(self, work: Work) -> ZLinkWorkHandle[Any]:
+        """The handle a plain work becomes when the core promotes it."""
+        return ZLinkWorkHandle(self, work)
+
+    def _records(self) -> QueueCore[ZLinkWorkHandle[Any]]:
+        """The core, with every live plain work promoted to a handle: for code that
+        must see every live work as a record (disposal, accounting)."""
+        core = self._core
+        if core.has_plain():
+            running = core.turn_holder
+            core.promote_plain(self._plain_record)
+            if running is not None and running is not core.turn_holder:
+                # A plain turn holder runs right now, synchronously (code inside it
+                # asked for this): from here on it is that record's synchronous run, for
+                # is_current and current_work; the drain ends it as the record. The aux
+                # state sends the drain's plain loop to its general step, which looks.
+                _THREAD.turn.sync = core.turn_holder
+                self._queue_aux()
+        return core
+
+    def _plain_failed(self, work: Work, exc: BaseException) -> None:
+        """A posted work raised: report it to the error hook with a handle made now,
+        settled failed (it never had a place in the trace: the queue is untraced)."""
+        rec: ZLinkWorkHandle[Any] = ZLinkWorkHandle(self, work)
+        WorkRecord.__init__(rec)
+        rec._settle(FAILED, exc)
+        self._report(rec, exc)
+
+    def _queue_aux(self) -> QueueAux:
+        aux = self._aux
+        if aux is None:
+            aux = self._aux = QueueAux()
+        return aux
+
+    def _when(self, zombies_too: bool, callback: Callable[[], None]) -> None:
+        """Call ``callback`` once no live work (``zombies_too``) or no active work is
+        left; at once if that is already so."""
+        if _checks.ON:
+            require_loop(self._rt, "when")
+        core = self._core
+        if (core.live() if zombies_too else core.active()) == 0:
+            callback()
+            return
+        fut: asyncio.Future[None] = self._rt.loop.create_future()
+        fut.add_done_callback(lambda _f: callback())
+        self._queue_aux().waiters.append((zombies_too, fut))
+
+    async def _wait_until(self, zombies_too: bool) -> None:
+        if _checks.ON:
+            require_loop(self._rt, "wait_until")
+        core = self._core
+        if (core.live() if zombies_too else core.active()) == 0:
+            return
+        fut: asyncio.Future[None] = self._rt.loop.create_future()
+        self._queue_aux().waiters.append((zombies_too, fut))
+        await fut
+
+    def _check_waiters(self) -> None:
+        aux = self._aux
+        if aux is None or not aux.waiters:
+            return
+        core = self._core
+        active = core.active()
+        if active:
+            return  # every wait needs no active work (and zombies-too waits none live)
+        live = core.live()
+        keep = []
+        for zombies_too, fut in aux.waiters:
+            if (live if zombies_too else active) == 0:
+                if not fut.done():
+                    fut.set_result(None)
+            else:
+                keep.append((zombies_too, fut))
+        aux.waiters = keep
+
+
+    def _drain(self) -> None:
+        if _checks.ON:
+            require_loop(self._rt, "drain")
+        self._core.enter_drain(self._rt.now())
+        nxt = self._run_turns(None, COMPLETED, None)  # _continue, without a second check
+        if nxt is not None:
+            self._start_drive(*nxt, 0)
+
+    def _continue(self, skew: float = 0) -> None:
+        if _checks.ON:
+            require_loop(self._rt, "continue")
+        nxt = self._run_turns(None, COMPLETED, None, skew)
+        if nxt is not None:
+            self._start_drive(*nxt, skew)
+
+    def _start_drive(self, rec: ZLinkWorkHandle[Any], aw: Awaitable[Any], skew: float) -> None:
+        """Move the drain role into a drive task that runs ``rec``'s awaitable ``aw``
+        (drive.py)."""
+        raise NotImplementedError
+
+    def _run_turns(
+        self, prev: ZLinkWorkHandle[Any] | None, outcome: int, value: Any, skew: float = 0,
+        steps: Any = None,
+    ) -> tuple[ZLinkWorkHandle[Any], Any] | None:
+        """Hold the drain role: end ``prev``'s turn, then run synchronous works until the
+        drain leaves, a resumed work takes the turn, or a work returns an awaitable
+        (returned, for the caller to await on a task). Called by a drive task
+        (``steps``), it starts an async work at once instead, in that task: one that ends
+        without waiting is ended like a synchronous one, and one that waits is returned
+        with what it waits on.
+
+        ``skew`` is how long this slice's drain role waited for its task to start; the
+        core is given clock readings minus it, so the time budget counts the time the
+        owner held the loop, not the time it waited behind other owners (D-13)."""
+        turn = _THREAD.turn  # this thread's running turn (D-24)
+        if async_current.get() is not None:
+            # The drain role may have been posted from a work's task, whose context the
+            # callback copied: the works run here are no children of that work.
+            async_current.set(None)
+        core = self._core
+        clock = self._rt.now
+        now: Callable[[], float] = clock
+        if skew:
+            def now() -> float:
+                return clock() - skew
+        next_step = core.next_step
+        next_plain = core.next_plain
+        prev_plain = False  # prev is a plain work (post): it has no handle to settle
+        while True:
+            if prev_plain and self._aux is not None and core.turn_holder is not prev:
+                # The plain work was promoted while it ran (code inside it asked for the
+                # scope's records: a disposal, a count of works; _records then makes the
+                # aux state): it ends as the record the core now holds on its turn. (With
+                # prev None, no turn is held: next_plain gave it back.)
+                prev = core.turn_holder
+                prev_plain = False
+                turn.sync = None
+            rec: ZLinkWorkHandle[Any] | None = next_step(now(), prev, outcome)
+            if prev is not None:
+                # Settle after the reservation is released (inside next_step), so a
+                # waiter woken by it sees the room.
+                if prev_plain:
+                    if outcome != COMPLETED:
+                        self._plain_failed(cast("Work", prev), value)
+                    elif self._aux is not None:
+                        self._after_end()
+                elif outcome == COMPLETED and prev._aux is None:
+                    prev._outcome = COMPLETED
+                    prev._value = value
+                    prev._work = None
+                    if self._aux is not None:
+                        self._after_end()
+                else:
+                    self._ended(prev, outcome, value)
+            if rec is None:
+                if core.drain_scheduled:
+                    # end_slice with work left scheduled the next slice: post it, so
+                    # other owners' ready drains run first (SE-6.4).
+                    self._rt.loop.call_soon(self._drain)
+                return None
+            if not isinstance(rec, WorkRecord):
+                # A plain work (post): run it; it becomes a handle only if it turns out
+                # to need one (it returned an awaitable or a TurnHold). While works
+                # complete with None and more wait in the application line, the core's
+                # next_plain ends each turn and hands out the next plain work in one
+                # step; when it hands out none, the turn is already given back and
+                # next_step goes on. With the line empty, next_step alone ends the turn
+                # and the drain (one core call, not two, for a queue that got one work).
+                # A queue with aux state (waiters, a disposal, a promotion while a work
+                # ran: see _records) ends each turn through the general step below.
+                prev_plain = True
+                try:
+                    while (result := rec()) is None and core.app is not None \
+                            and self._aux is None:
+                        nxt = next_plain(now(), rec)
+                        if nxt is None:
+                            rec = None  # next_plain gave its turn back
+                            break
+                        rec = nxt
+                except BaseException as exc:
+                    if not isinstance(exc, Exception):
+                        self._hand_off(rec, FAILED, exc)
+                        raise
+                    prev, outcome, value = rec, FAILED, exc
+                    continue
+                if result is None:
+                    prev, outcome, value = rec, COMPLETED, None
+                    continue
+                if type(result) is not TurnHold and not (
+                        type(result) is CoroutineType or hasattr(result, "__await__")):
+                    prev, outcome, value = rec, COMPLETED, result
+                    continue
+                prev_plain = False
+                promoted = self._core.promote_current(self._plain_record)
+                if promoted is None:
+                    # Promoted while it ran (it counted or disposed its scope, _records):
+                    # the turn holder is its record already, and its synchronous run
+                    # is over.
+                    promoted = core.turn_holder
+                    turn.sync = None
+                rec = cast("ZLinkWorkHandle[Any]", promoted)
+            else:
+                prev_plain = False
+                if rec.resumes:
+                    # A resume permit: the suspended work continues on its own task.
+                    permit = cast("asyncio.Future[None]", rec._extra().permit)
+                    rec._extra().permit = None
+                    permit.set_result(None)
+                    return None
+                turn.sync = rec
+                try:
+                    result = rec._work()  # type: ignore[misc]
+                except BaseException as exc:
+                    turn.sync = None
+                    if not isinstance(exc, Exception):
+                        # The process is being torn down: end this turn, keep the drain
+                        # role alive on a posted callback, and let the exception through.
+                        self._hand_off(rec, FAILED, exc)
+                        raise
+                    prev, outcome, value = rec, FAILED, exc
+                    continue
+                turn.sync = None
+                if result is None:
+                    prev, outcome, value = rec, COMPLETED, None
+                    continue
+                if type(result) is not TurnHold and not (
+                        type(result) is CoroutineType or hasattr(result, "__await__")):
+                    prev, outcome, value = rec, COMPLETED, result
+                    continue
+            # A work (plain and promoted above, or a record) returned a TurnHold or an
+            # awaitable.
+            if type(result) is TurnHold:
+                # The drain parks with ``rec`` holding the turn (SE-4.6).
+                result.handle.add_done_callback(partial(self._held_done, rec))
+                return None
+            if steps is None:
+                return rec, result  # the caller makes a drive task for it
+            # Started here, in a copy of the drive task's context (drive.py's _Steps.start
+            # written out: a call less per work).
+            rec._task = steps.task
+            steps.rec = rec
+            steps.aw = result
+            steps.run = run = _copy_context().run
+            step = run(steps.send, None)
+            if step is not steps:
+                return rec, step  # it waits (or failed): the drive task goes on with it
+            prev, outcome, value = rec, COMPLETED, steps.value
+            continue
+
+    def _held_done(self, rec: ZLinkWorkHandle[Any], target: ZLinkWorkHandle[Any]) -> None:
+        """The work ``rec``'s turn was held for ended: end ``rec`` the same way and take
+        the drain role back."""
+        if _checks.ON:
+            require_loop(self._rt, "held_done")
+        outcome, value = target._outcome, target._value
+        nxt = self._run_turns(rec, outcome, value)
+        if nxt is not None:
+            self._start_drive(*nxt, 0)
+
+    def _hand_off(self, rec: ZLinkWorkHandle[Any], outcome: int, value: Any) -> None:
+        """End ``rec``'s turn outside the drain loop and pass the drain role to a posted
+        callback (the code holding it is about to stop)."""
+        if not isinstance(rec, WorkRecord):  # a plain work
+            holder = self._core.turn_holder
+            if holder is rec or not isinstance(holder, WorkRecord):
+                self._core.finish_plain(rec, outcome)
+                self._plain_failed(rec, value)
+                self._rt.loop.call_soon(self._continue)
+                return
+            _THREAD.turn.sync = None
+            rec = holder  # promoted while it ran (see _records): it ends as its record
+        self._core.finish(rec, outcome)
+        self._ended(rec, outcome, value)
+        self._rt.loop.call_soon(self._continue)
+
+    def _ended(self, rec: ZLinkWorkHandle[Any], outcome: int, value: Any) -> None:
+        rec._settle(outcome, value)
+        if outcome == FAILED and not (rec._aux is not None and rec._aux.quiet):
+            exc = cast(BaseException, value)
+            if rec.zombie:
+                # kept for await_after_cancellation (SD-3)
+                record_zombie_failure(self._queue_aux().zombie_errors, exc, rec)
+            self._report(rec, exc)
+        if self._aux is not None:
+            self._after_end()
+
+    def _after_end(self) -> None:
+        """A work ended: wake waiters whose condition now holds, tell the scope."""
+        self._check_waiters()
+        aux = self._aux
+        if aux is not None and aux.on_end is not None:
+            aux.on_end(self)
+
+    def _report(self, rec: ZLinkWorkHandle[Any], exc: BaseException) -> None:
+        hook = self._rt.error_hook
+        if hook is None:
+            self._rt.loop.call_exception_handler(
+                {"message": f"work failed on {self._core.name}", "exception": exc, "handle": rec}
+            )
+            return
+        try:
+            hook(exc, rec)
+        except Exception as hook_exc:  # a broken hook must not stop the drain
+            self._rt.loop.call_exception_handler(
+                {"message": f"error hook of {self._core.name} raised", "exception": hook_exc}
+            )
+
