@@ -152,7 +152,7 @@ def _resumed_lifecycle_ignores_burst() -> None:
         "an application work submitted from inside a turn of the same queue goes to the "
         "head of its lane when two or more works already wait there")
 def _nested_jumps_the_line() -> None:
-    from zlink_reference._shell import queue as shell_queue
+    from zlink_reference._shell.loop import thread_state
 
     place = QueueCore._place
 
@@ -162,7 +162,7 @@ def _nested_jumps_the_line() -> None:
         crowded = lane != LIFECYCLE_LANE and line is not None and len(line) >= 2 \
             and not barrier
         wake = place(self, rec, lane, nbytes, barrier, judged)
-        holder = shell_queue._sync_current
+        holder = thread_state().turn.sync  # the record whose synchronous turn runs here
         nested = holder is not None and holder is self.turn_holder
         line = self.life if lane == LIFECYCLE_LANE else self.app
         if judged and crowded and nested and line is not None and line[-1] is rec:
