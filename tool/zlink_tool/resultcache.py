@@ -95,6 +95,15 @@ class ResultCache:
             return None
         return entry
 
+    def raw(self, kind: str, key: str) -> dict[str, Any] | None:
+        """The entry stored under ``kind/key`` as it is, checked or not (what a check
+        was last seen to read), or None; read even when the cache is not used."""
+        try:
+            entry: dict[str, Any] = json.loads(self._path(kind, key).read_text("utf-8"))
+        except (OSError, ValueError):
+            return None
+        return entry
+
     def unchanged(self, inputs: Mapping[str, str], folders: Mapping[str, str]) -> bool:
         """Every file's digest and every folder's listing as recorded."""
         for rel, digest in inputs.items():

@@ -27,7 +27,7 @@ from pathlib import Path
 from .resultcache import ResultCache
 from .tracelog import Reads, read_trace
 
-__all__ = ["STRACE", "Outcome", "StepRunner", "expand_test_files"]
+__all__ = ["STRACE", "Outcome", "StepRunner", "expand_test_files", "step_env"]
 
 STRACE = ["strace", "-f", "-qq", "-y", "--seccomp-bpf", "-e",
           "trace=openat,open,creat,clone,clone3,fork,vfork", "-e", "signal=none"]
@@ -46,6 +46,17 @@ class Outcome:
     cached: bool = False
     note: str = ""
     ran_files: tuple[str, ...] = ()
+
+
+def step_env(extra: dict[str, str]) -> dict[str, str]:
+    """The environment a step runs in: this one, unbuffered, with the step's own."""
+    return dict(os.environ, PYTHONUNBUFFERED="1", **extra)
+
+
+def _profile(env: dict[str, str]) -> str:
+    """The variables of an environment that choose what a check does (``ZLINK_*``)."""
+    return json.dumps({k: v for k, v in env.items() if k.startswith("ZLINK_")},
+                      sort_keys=True)
 
 
 def expand_test_files(root: Path, paths: Sequence[str], options: Sequence[str]) -> list[str]:
@@ -108,11 +119,18 @@ class StepRunner:
     def _key(self, *parts: str) -> str:
         return self.cache.key(*parts, self.environment)
 
+    def plain_key(self, name: str, argv: list[str], env: dict[str, str]) -> str:
+        """The cache key of a step kept whole."""
+        return self._key(name, json.dumps(_without_cores(argv)[1:]), _profile(env))
+
+    def test_key(self, name: str, options: list[str], env: dict[str, str], file: str) -> str:
+        """The cache key of one test file of a pytest step."""
+        return self._key("test-file", name, json.dumps(options), _profile(env), file)
+
     def run_plain(self, name: str, argv: list[str], env: dict[str, str],
                   declared: list[str] | None, use_cache: bool = True) -> Outcome:
         """A step kept whole: with its ``declared`` inputs, or with what it opened."""
-        key = self._key(name, json.dumps(_without_cores(argv)[1:]), json.dumps(
-            {k: v for k, v in env.items() if k.startswith("ZLINK_")}, sort_keys=True))
+        key = self.plain_key(name, argv, env)
         started = time.monotonic()
         if use_cache:
             hit = self.cache.load("steps", key)
@@ -145,10 +163,7 @@ class StepRunner:
         files = expand_test_files(self.root, paths, options)
         if only is not None:
             files = [f for f in files if f in only]
-        profile = json.dumps({k: v for k, v in env.items() if k.startswith("ZLINK_")},
-                             sort_keys=True)
-        keys = {f: self._key("test-file", name, json.dumps(options), profile, f)
-                for f in files}
+        keys = {f: self.test_key(name, options, env, f) for f in files}
         started = time.monotonic()
         cached = [f for f in files if use_cache and self.cache.load("tests", keys[f])]
         todo = [f for f in files if f not in cached]

@@ -45,10 +45,13 @@ import time
 from pathlib import Path
 
 from ..checkinputs import CheckoutFiles, environment_digest
+from ..impact import ChangeError, Impact, analyse
 from ..resultcache import ResultCache, strace_available
 from ..specindex import read_spec_rules, rules_mentioned
-from ..steprun import StepRunner
+from ..steprun import StepRunner, step_env
+from ..verifyreport import build_report, to_markdown
 from ._common import layout
+from ._selection import print_impact, select, tlc_run_inputs
 
 __all__ = ["Step", "StepResult", "configure", "involved_rules", "run", "steps"]
 
@@ -272,10 +275,9 @@ def _declared_inputs(step: Step, checkout: CheckoutFiles) -> list[str] | None:
 def _execute(step: Step, argv: list[str], cores: int, runner: StepRunner,
              checkout: CheckoutFiles, only: set[str] | None) -> StepResult:
     """Run one step (or answer it from the cache). ``only``: under ``--since``, the test
-    files of a pytest step to run (None: all); such a run is never answered from the
-    cache, since it is asked for because its inputs changed."""
-    env = dict(os.environ, PYTHONUNBUFFERED="1", **step.env)
-    use_cache = runner.cache.enabled and step.inputs != "none" and only is None
+    files of a pytest step to run (None: all)."""
+    env = step_env(step.env)
+    use_cache = runner.cache.enabled and step.inputs != "none"
     if step.paths:
         base, paths = argv[:_PYTEST_BASE], list(step.paths)
         options = argv[_PYTEST_BASE:len(argv) - len(paths)]
@@ -411,23 +413,54 @@ def run(args: argparse.Namespace) -> int:
     chosen = [s for s in all_steps
               if (not args.only or s.name in args.only) and s.name not in args.skip]
     cache = ResultCache(root, enabled=not args.no_cache)
-    if cache.enabled and not strace_available():
-        print("verify: strace is not installed, so a cached step depends on every file "
-              "of the checkout (./dev tools installs it)")
+    if not strace_available():
+        print("verify: strace is not installed, so a kept result depends on every file of "
+              "the checkout and --since cannot tell what a check reads (./dev tools "
+              "installs it)")
     started = time.monotonic()
-    results = run_steps(chosen, args, root, cache)
+    impact: Impact | None = None
+    skipped: dict[str, str] = {}
+    only: dict[str, set[str]] | None = None
+    if args.since is not None or args.report is not None or args.json is not None:
+        try:
+            impact = analyse(root, args.since or "HEAD", tlc_run_inputs(root))
+        except ChangeError as exc:
+            print(f"zlink verify: {exc}", file=sys.stderr)
+            return 2
+    if args.since is not None and impact is not None:
+        runner = StepRunner(root, cache, environment_digest(root), strace_available())
+        argv_of = {s.name: s.argv if not args.fast or s.fast_argv is None else s.fast_argv
+                   for s in chosen}
+        selection = select(chosen, impact, runner, argv_of)
+        print_impact(impact, selection, sys.stdout)
+        skipped = {n: why for n, why in selection.skipped.items()
+                   if any(s.name == n for s in chosen)}
+        only = selection.files
+        chosen = [s for s in chosen if s.name in selection.run]
+    results = run_steps(chosen, args, root, cache, only)
     elapsed = time.monotonic() - started
-    _print_summary(results, elapsed)
+    _print_summary(results, elapsed, skipped)
+    if args.report is not None or args.json is not None:
+        report = build_report(results, impact, elapsed, root, skipped)
+        if args.json is not None:
+            args.json.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+            print(f"report written to {args.json}")
+        if args.report is not None:
+            args.report.write_text(to_markdown(report), encoding="utf-8")
+            print(f"report written to {args.report}")
     return 1 if any(r.failed for r in results) else 0
 
 
-def _print_summary(results: list[StepResult], elapsed: float) -> None:
+def _print_summary(results: list[StepResult], elapsed: float,
+                   skipped: dict[str, str] | None = None) -> None:
     print()
     print(f"{'step':12s} {'result':24s} {'time':>8s}  rules involved")
     print(f"{'-' * 12} {'-' * 24} {'-' * 8}  {'-' * 14}")
     for r in results:
         status = "ok (cached)" if r.cached else r.status
         print(f"{r.name:12s} {status:24s} {r.seconds:7.1f}s  {', '.join(r.rules)}".rstrip())
+    for name, why in (skipped or {}).items():
+        print(f"{name:12s} {'not run (--since)':24s} {'':8s}  {why}")
     failed = [r.name for r in results if r.failed]
     cached = sum(1 for r in results if r.cached)
     print()
