@@ -48,8 +48,19 @@ CACHE_DIR = ".zlink-cache"
 
 
 def strace_available() -> bool:
-    """True when ``strace`` is on PATH (recorded inputs need it)."""
-    return shutil.which("strace") is not None
+    """True when ``strace`` is on PATH (recorded inputs need it) and this process is not
+    traced already (a process has one tracer: a verify run inside a traced step, as in
+    the project's own tests, falls back to digests of every file)."""
+    if shutil.which("strace") is None:
+        return False
+    try:
+        status = Path("/proc/self/status").read_text(encoding="utf-8")
+    except OSError:
+        return False
+    for line in status.splitlines():
+        if line.startswith("TracerPid:"):
+            return line.split(":", 1)[1].strip() == "0"
+    return False
 
 
 def listing_digest(folder: Path) -> str:

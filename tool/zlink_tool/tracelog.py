@@ -11,7 +11,9 @@ an earlier test file left in memory: a cached loader reads a file once); when it
 ran in several processes (pytest-xdist), on the union of those. Threads and
 child processes (an adapter, TLC, Node) count as their parent's: their opens join the
 parent's timeline. Processes that never ran a test (pytest-xdist's controller) count
-for every test file.
+for every test file. Files outside the checkout are the environment's (its digest is in
+the cache key), except a jar, kept by its absolute path: a check that ran TLC depends on
+the jar's bytes.
 """
 
 from __future__ import annotations
@@ -71,10 +73,14 @@ def _relative(root: Path, m: re.Match[str]) -> tuple[str, bool] | None:
     else:
         base = m.group("cwd") or m.group("dir") or str(root)
         path = Path(base, m.group("path"))
+    path = Path(os.path.normpath(path))
     try:
-        rel = Path(os.path.normpath(path)).relative_to(root)
+        rel = path.relative_to(root)
     except ValueError:
-        return None
+        # Outside the checkout only a jar counts (TLC's, whose content the checks
+        # that run TLC depend on); the rest is the environment's.
+        return (path.as_posix(), False) if path.suffix == ".jar" and \
+            int(m.group("ret")) >= 0 else None
     if not rel.parts or SKIPPED.intersection(rel.parts) or rel.parts[0].startswith("<"):
         return None  # "<unknown>", "<string>": names of code objects, not files
     if "__pycache__" in rel.parts:

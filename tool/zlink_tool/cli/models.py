@@ -248,13 +248,14 @@ def _check(manifest: Manifest, args: argparse.Namespace) -> int:
           f"{args.workers} in parallel")
     width = max(len(e.name) for e in entries)
 
-    def progress(result: RunResult, index: int, count: int) -> None:
+    def progress(result: RunResult, index: int, count: int, cached: bool = False) -> None:
         o = result.outcome
         status = "ok" if result.ok else "FAILED"
         counts = f"{o.distinct:,} distinct / {o.total:,} total" if o.distinct is not None \
             else "no counts"
+        took = "cached: inputs unchanged" if cached else f"{result.seconds:.1f} s"
         print(f"[{index:2d}/{count}] {result.entry.name:{width}s} {status:6s} "
-              f"{o.describe()}, {counts} ({result.seconds:.1f} s)", flush=True)
+              f"{o.describe()}, {counts} ({took})", flush=True)
         for problem in result.problems:
             print(f"        {problem}", flush=True)
         if not result.ok or args.counterexamples:
@@ -277,7 +278,7 @@ def _check(manifest: Manifest, args: argparse.Namespace) -> int:
     cached = {e.name: hit for e in entries
               if runs is not None and (hit := runs.load(e)) is not None}
     for index, hit in enumerate(cached.values(), start=1):
-        progress(hit, index, len(entries))
+        progress(hit, index, len(entries), cached=True)
     if cached:
         print(f"        {'all ' if len(cached) == len(entries) else ''}{len(cached)} run(s) "
               "cached: inputs unchanged", flush=True)

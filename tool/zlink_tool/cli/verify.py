@@ -283,9 +283,9 @@ def _execute(step: Step, argv: list[str], cores: int, runner: StepRunner,
         options = argv[_PYTEST_BASE:len(argv) - len(paths)]
         out = runner.run_pytest(step.name, base, options, paths, cores, env,
                                 use_cache=use_cache and runner.cache.enabled, only=only)
-    elif step.inputs == "tlc":
+    elif step.spread == "tlc":
         run_argv = [*argv, "--workers", str(cores)]
-        if runner.cache.enabled:
+        if runner.cache.enabled and step.inputs == "tlc":
             run_argv += ["--cache", str(runner.cache.folder)]
         out = runner.run_plain(step.name, run_argv, env, None, use_cache=False)
         m = _ALL_RUNS_CACHED.search(out.output)
@@ -309,6 +309,8 @@ def _timings(cache: ResultCache) -> dict[str, float]:
 
 
 def _save_timings(cache: ResultCache, results: list[StepResult]) -> None:
+    if not cache.enabled:
+        return  # --no-cache leaves .zlink-cache/ as it was
     known = _timings(cache)
     known.update({r.name: r.seconds for r in results if not r.cached and r.status == "ok"})
     cache.folder.mkdir(parents=True, exist_ok=True)
