@@ -29,9 +29,10 @@ _USES = re.compile(r"^\s*(?:EXTENDS\s+([\w\s,]+?)\s*$|.*?\bINSTANCE\s+(\w+))", r
 
 
 def module_files(models_dir: Path, module: str) -> set[Path]:
-    """The ``.tla`` files of ``module`` and of every module it uses, in ``models_dir``."""
+    """The ``.tla`` files of ``module`` (a name, or a file name as the manifest gives it)
+    and of every module it uses, in ``models_dir``."""
     found: set[Path] = set()
-    todo = [module]
+    todo = [module.removesuffix(".tla")]
     while todo:
         name = todo.pop()
         path = models_dir / f"{name}.tla"
