@@ -106,7 +106,10 @@ LOG = """\
 101 openat(AT_FDCWD</r>, "conformance/cases", O_RDONLY|O_DIRECTORY) = 9</r/conformance/cases>
 101 openat(AT_FDCWD</r>, "specs/new.md", O_RDONLY|O_CLOEXEC) = -1 ENOENT (x)
 101 openat(AT_FDCWD</r>, ".venv/lib/x.py", O_RDONLY|O_CLOEXEC) = 10</r/.venv/lib/x.py>
+101 openat(AT_FDCWD</r>, "tests/test_y.py", O_RDONLY) = 12</r/tests/test_y.py>
 100 clone3({flags=CLONE_VM, exit_signal=SIGCHLD}, 88) = 104
+104 openat(AT_FDCWD</r>, "tests/test_a.py", O_RDONLY) = 13</r/tests/test_a.py>
+104 openat(AT_FDCWD</r>, "tests/core", O_RDONLY|O_DIRECTORY) = 14</r/tests/core>
 104 openat(AT_FDCWD</r>, "/.zlink-test-file/tests/test_c.py", O_RDONLY) = -1 ENOENT (x)
 104 openat(AT_FDCWD</r>, "docs/c.md", O_RDONLY|O_CLOEXEC) = 11</r/docs/c.md>
 """
@@ -122,9 +125,11 @@ def test_the_trace_reader_gives_each_test_file_what_its_process_read_up_to_its_e
                        "/opt/tla/tla2tools.jar"}
     # test_b depends on everything its process read before it ended, and on the
     # source a compiled file stands for, a file looked for and not found, a folder listed.
-    assert b.files == a.files | {"model/m/q.py", "specs/new.md"}
+    assert b.files == a.files | {"model/m/q.py", "specs/new.md", "tests/test_y.py"}
     assert b.folders == {"conformance/cases"} and not a.folders
-    # Another worker's reads are not test_a's, nor test_a's child's reads test_c's.
+    # Another worker's reads are not test_a's, nor test_a's child's reads test_c's; the
+    # test modules and test folders collection reads are no other test file's input
+    # (a test module read while a test runs is: tests/test_y.py for test_b).
     assert trace.per_file["tests/test_c.py"].files == {"models/A.tla", "docs/c.md"}
     # Written files and the environment's are not inputs.
     assert "out/report.txt" not in trace.everything.files

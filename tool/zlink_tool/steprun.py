@@ -22,8 +22,10 @@ import tempfile
 import time
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
+from functools import cached_property
 from pathlib import Path
 
+from .importgraph import ImportGraph
 from .resultcache import ResultCache
 from .tracelog import Reads, read_trace
 
@@ -96,6 +98,10 @@ class StepRunner:
     cache: ResultCache
     environment: str
     traced: bool
+
+    @cached_property
+    def _graph(self) -> ImportGraph:
+        return ImportGraph(self.root.resolve())
 
     def _every_file(self) -> Reads:
         return Reads(set(self.cache.every_file()), set())
@@ -208,7 +214,13 @@ class StepRunner:
                 # A file without a mark ran no test (all deselected): it still depends on
                 # everything collection read.
                 reads = found.per_file.get(f) or found.everything
+            # The test file itself and the test modules it imports (collection's reads
+            # of test modules are not attributed, see tracelog).
             reads.files.add(f)
+            reads.files.update(
+                p.relative_to(self.root.resolve()).as_posix()
+                for p in self._graph.closure([self.root / f])
+                if p.name.startswith("test_") and self.root.resolve() in p.parents)
             self.cache.store("tests", keys[f], {"step": name, "file": f},
                              reads.files, reads.folders)
 

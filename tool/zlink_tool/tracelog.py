@@ -11,9 +11,10 @@ an earlier test file left in memory: a cached loader reads a file once); when it
 ran in several processes (pytest-xdist), on the union of those. Threads and
 child processes (an adapter, TLC, Node) count as their parent's: their opens join the
 parent's timeline. Processes that never ran a test (pytest-xdist's controller) count
-for every test file. Files outside the checkout are the environment's (its digest is in
-the cache key), except a jar, kept by its absolute path: a check that ran TLC depends on
-the jar's bytes.
+for every test file. Collection's reads of test modules and test folders are not
+inputs of the other test files (``_other_test_module``). Files outside the checkout are
+the environment's (its digest is in the cache key), except a jar, kept by its absolute
+path: a check that ran TLC depends on the jar's bytes.
 """
 
 from __future__ import annotations
@@ -91,6 +92,20 @@ def _relative(root: Path, m: re.Match[str]) -> tuple[str, bool] | None:
     return rel.as_posix(), "O_DIRECTORY" in flags
 
 
+def _other_test_module(path: str, folder: bool) -> bool:
+    """A test module's source, or a folder of tests, as collection reads them. Collecting
+    imports every test module of the run and lists its folders; a test module's code
+    reaches only itself and the test modules that import it (``steprun`` adds those), so
+    these reads are no other file's input. What a test reads while it runs (a test that
+    parses every test module, as the rules index does) still counts for it."""
+    if not path.startswith("tests/"):
+        return False
+    if folder:
+        return True
+    name = path.rsplit("/", 1)[-1]
+    return name.startswith("test_") and name.endswith(".py")
+
+
 def _joined(lines: list[str]) -> list[tuple[int, str]]:
     """(pid, call) with strace's ``<unfinished ...>`` / ``<... resumed>`` halves joined."""
     pending: dict[int, str] = {}
@@ -157,6 +172,9 @@ def read_trace(root: Path, log: str) -> Trace:
             continue
         target = (everything.folders if folder else everything.files)
         target.add(path)
+        collecting = who is None or who not in current
+        if collecting and _other_test_module(path, folder):
+            continue  # collection reads every test module: each is its own input only
         line = shared if who is None else timelines.setdefault(who, Reads())
         (line.folders if folder else line.files).add(path)
     for who, name in current.items():
