@@ -40,6 +40,7 @@ class StepLike(Protocol):
     output: str
     rules: list[str]
     cached: bool
+    selected: tuple[str, ...] | None
 
     @property
     def failed(self) -> bool: ...
@@ -66,14 +67,18 @@ def _failing_files(output: str) -> list[tuple[str, str]]:
     return out
 
 
-def layers(results: Sequence[StepLike]) -> list[Layer]:
-    """The layers' verdicts, from the steps that ran."""
+def layers(results: Sequence[StepLike], skipped: dict[str, str] | None = None
+           ) -> list[Layer]:
+    """The layers' verdicts, from the steps that ran (``skipped``: the steps ``--since``
+    left out, and why)."""
     by = {r.name: r for r in results}
+    left = skipped or {}
 
     def of(names: Sequence[str]) -> Layer | None:
         present = [by[n] for n in names if n in by]
         if not present:
-            return None
+            why = [f"{n}: {left[n]}" for n in names if n in left]
+            return Layer("", "not run (--since)", "; ".join(why)) if why else None
         bad = [r for r in present if r.failed]
         if bad:
             return Layer("", "FAILED", f"{bad[0].name}: {bad[0].first_failure()}")
@@ -86,7 +91,9 @@ def layers(results: Sequence[StepLike]) -> list[Layer]:
     def within(step: str, pattern: str) -> Layer | None:
         r = by.get(step)
         if r is None:
-            return None
+            return of([step])
+        if r.selected is not None and not any(re.search(pattern, f) for f in r.selected):
+            return Layer("", "not run (--since)", "no test file of it reads a changed file")
         hits = [line for f, line in _failing_files(r.output) if re.search(pattern, f)]
         if hits:
             return Layer("", "FAILED", hits[0])
@@ -167,7 +174,7 @@ def build_report(results: Sequence[StepLike], impact: Impact | None, seconds: fl
         "changed_files": impact.changed if impact else [],
         "rules_touched": impact.rules if impact else [],
         "why": [dataclasses.asdict(t) for t in impact.touches] if impact else [],
-        "layers": [dataclasses.asdict(layer) for layer in layers(results)],
+        "layers": [dataclasses.asdict(layer) for layer in layers(results, skipped)],
         "steps": [{"name": r.name, "status": r.status, "cached": r.cached,
                    "seconds": round(r.seconds, 1), "rules": r.rules,
                    "first_failure": r.first_failure() if r.failed else ""}

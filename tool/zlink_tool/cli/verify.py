@@ -97,6 +97,7 @@ class StepResult:
     rules: list[str] = dataclasses.field(default_factory=list)
     cached: bool = False
     note: str = ""
+    selected: tuple[str, ...] | None = None  # the test files --since chose (None: all)
 
     @property
     def failed(self) -> bool:
@@ -297,7 +298,7 @@ def _execute(step: Step, argv: list[str], cores: int, runner: StepRunner,
     status = "ok" if ok else f"FAILED (exit {out.code})"
     rules = involved_rules(out.output, runner.root) if not ok else []
     return StepResult(step.name, status, out.seconds, out.output, rules, out.cached,
-                      out.note)
+                      out.note, None if only is None else tuple(sorted(only)))
 
 
 def _timings(cache: ResultCache) -> dict[str, float]:

@@ -20,6 +20,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from ..checkinputs import file_digest
 from ..resultcache import ResultCache
 from .runner import ManifestEntry, RunResult, TlcOutcome, compare, tlc_command
 
@@ -62,9 +63,14 @@ class RunCache:
     tlc_workers: int = 1
 
     def _key(self, entry: ManifestEntry) -> str:
+        # The inputs' digests are in the key too, so the outcomes of a module before and
+        # after an edit are both kept: undoing the edit finds the first again.
         argv = tlc_command("java", Path("tla2tools.jar"), entry, Path("SCRATCH"),
                            self.tlc_workers)
-        return self.store.key("tlc", json.dumps(argv), _digest(self.jar), self.java)
+        root = self.store.root.resolve()
+        digests = [f"{rel}={file_digest(root / rel)}" for rel in self._inputs(entry)]
+        return self.store.key("tlc", json.dumps(argv), _digest(self.jar), self.java,
+                              *digests)
 
     def _inputs(self, entry: ManifestEntry) -> list[str]:
         root = self.store.root.resolve()
