@@ -268,8 +268,11 @@ def test_since_runs_a_failing_check_for_every_catalogued_mutant_and_bug_configur
             mutants_py.write_text(original + f"\napply({mutant!r})\n", encoding="utf-8")
             run, chosen = selection()
             assert "tests" in run and files[mutant] in chosen.get("tests", {files[mutant]})
-            result = runner.run_pytest("tests", tests.argv[:6], options, list(tests.paths),
-                                       1, env, use_cache=False, only={files[mutant]})
+            # A mutant may hang a test: bounded as the unit kill matrix bounds it.
+            result = runner.run_pytest(
+                "tests", tests.argv[:6], [*options, "-o", "timeout=30"], list(tests.paths),
+                1, {**env, "ZLINK_TEST_TIMEOUT": "5"}, use_cache=False,
+                only={files[mutant]})
             # It fails, naming its killer (or pytest itself stops on the broken runtime).
             assert result.code != 0, (mutant, result.output)
             assert killer in result.output or result.code not in (0, 1), (mutant, result.output)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -61,16 +60,13 @@ def test_j1_runs_the_steps_one_after_the_other_in_the_listed_order(
 
 def test_jN_never_uses_more_than_N_cores_and_does_use_them(
         fake_steps: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    started = time.monotonic()
     assert main(["verify", "-j", "3", "--no-cache"]) == 0
-    elapsed = time.monotonic() - started
     spans = _spans(fake_steps)
     width = {"a": 1, "b": 1, "c": 1, "d": 1, "wide": 3}
     assert _most_at_once(spans, width) == 3
     # The wide step was given every core: --workers 3.
     (wide,) = [s for s in spans if s[0] == "wide"]
     assert wide[3] == ["--workers", "3"]
-    assert elapsed < 5 * 0.6, "five 0.6 s steps on 3 cores took as long as one after another"
     out = capsys.readouterr().out
     # One display: a start line and an end line per step, then the same summary table.
     assert out.count("[start]") == 5 and "step         result" in out

@@ -417,9 +417,9 @@ def run(args: argparse.Namespace) -> int:
               if (not args.only or s.name in args.only) and s.name not in args.skip]
     cache = ResultCache(root, enabled=not args.no_cache)
     if not strace_available():
-        print("verify: strace is not installed, so a kept result depends on every file of "
-              "the checkout and --since cannot tell what a check reads (./dev tools "
-              "installs it)")
+        print("verify: strace cannot be used (not installed, or this process is traced "
+              "already), so a kept result depends on every file of the checkout and "
+              "--since cannot tell what a check reads (./dev tools installs strace)")
     started = time.monotonic()
     impact: Impact | None = None
     skipped: dict[str, str] = {}
