@@ -45,9 +45,16 @@ def _edit(path: Path, old: str, new: str) -> None:
 
 
 def test_a_helper_operator_is_traced_to_the_action_that_uses_it(repo: Path) -> None:
-    """The spec authors' guide's D-4 change: SelectNext is no invariant and no action;
-    its rules are those of TakeNext, which uses it, and every SerialQueue run reads it."""
-    _edit(repo / "models" / "SerialQueue.tla", '<<"barrier", 0>>', '<<"barrier", s>>')
+    """A change to SelectNext, as the spec authors' guide's D-4 walkthrough makes: it is
+    no invariant and no action; its rules are those of TakeNext, which uses it, and
+    every SerialQueue run reads it."""
+    # A change inside SelectNext's definition (its second line gains a space: the test
+    # must not depend on what the line says, the guide's walkthrough changes it).
+    module = repo / "models" / "SerialQueue.tla"
+    lines = module.read_text(encoding="utf-8").split("\n")
+    head = next(i for i, line in enumerate(lines) if line.startswith("SelectNext("))
+    lines[head + 1] += " "
+    module.write_text("\n".join(lines), encoding="utf-8")
     impact = analyse(repo, "HEAD", tlc_run_inputs(repo))
     assert impact.changed == ["models/SerialQueue.tla"]
     assert {"SE-6.6", "SE-6.1"} <= set(impact.rules)

@@ -289,8 +289,11 @@ def _execute(step: Step, argv: list[str], cores: int, runner: StepRunner,
         if runner.cache.enabled and step.inputs == "tlc":
             run_argv += ["--cache", str(runner.cache.folder)]
         out = runner.run_plain(step.name, run_argv, env, None, use_cache=False)
-        m = _ALL_RUNS_CACHED.search(out.output)
-        out.cached = m is not None
+        # Every run's TLC outcome came from the cache; a failure is still a failure
+        # (the outcomes are judged against the manifest as it is now).
+        if _ALL_RUNS_CACHED.search(out.output) is not None:
+            out.cached = out.code == 0
+            out.note = "every TLC outcome from the cache"
     else:
         out = runner.run_plain(step.name, argv, env, _declared_inputs(step, checkout),
                                use_cache=use_cache)
@@ -460,7 +463,7 @@ def _print_summary(results: list[StepResult], elapsed: float,
     print(f"{'step':12s} {'result':24s} {'time':>8s}  rules involved")
     print(f"{'-' * 12} {'-' * 24} {'-' * 8}  {'-' * 14}")
     for r in results:
-        status = "ok (cached)" if r.cached else r.status
+        status = "ok (cached)" if r.cached and not r.failed else r.status
         print(f"{r.name:12s} {status:24s} {r.seconds:7.1f}s  {', '.join(r.rules)}".rstrip())
     for name, why in (skipped or {}).items():
         print(f"{name:12s} {'not run (--since)':24s} {'':8s}  {why}")
