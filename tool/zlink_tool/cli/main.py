@@ -11,12 +11,13 @@ from collections.abc import Callable, Sequence
 from zlink_conformance.helptext import plain, summary
 
 from .. import DISTRIBUTION
-from . import conformance, models, policy, rules, trace, verify
+from . import conformance, impact, models, policy, rules, trace, verify
 
 Command = tuple[str, Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]
 
 COMMANDS: list[Command] = [
     ("verify", verify.configure, verify.run),
+    ("impact", impact.configure, impact.run),
     ("models", models.configure, models.run),
     ("conformance", conformance.configure, conformance.run),
     ("rules", rules.configure, rules.run),

@@ -34,6 +34,7 @@ from typing import Any, TextIO
 
 from zlink_conformance.helptext import plain
 
+from ..resultcache import ResultCache
 from ..tla.counterexample import (
     Counterexample,
     InvariantInfo,
@@ -46,6 +47,7 @@ from ..tla.counterexample import to_json as counterexample_json
 from ..tla.distributed import DEFAULT_PORT
 from ..tla.distributed import serve as serve_run
 from ..tla.distributed import work as work_for
+from ..tla.runcache import RunCache
 from ..tla.runner import (
     DEFAULT_TIMEOUT,
     CheckReport,
@@ -113,6 +115,10 @@ def configure(p: argparse.ArgumentParser) -> None:
                             "for the ci profile, a day for the others)")
     check.add_argument("-v", "--verbose", action="store_true",
                        help="print TLC's full output of every run that does not pass")
+    check.add_argument("--cache", type=Path, metavar="DIR",
+                       help="keep each run's TLC outcome in DIR/tlc and reuse it while the "
+                            "run's modules, configuration, options, jar and Java are "
+                            "unchanged (zlink verify passes its .zlink-cache)")
     sub.add_parser("list", help="list the runs and their expected verdicts",
                    description=plain(_LIST_DOC),
                    formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -264,13 +270,14 @@ def _check(manifest: Manifest, args: argparse.Namespace) -> int:
           f"{args.workers} in parallel")
     width = max(len(e.name) for e in entries)
 
-    def progress(result: RunResult, index: int, count: int) -> None:
+    def progress(result: RunResult, index: int, count: int, cached: bool = False) -> None:
         o = result.outcome
         status = "ok" if result.ok else "FAILED"
         counts = f"{o.distinct:,} distinct / {o.total:,} total" if o.distinct is not None \
             else "no counts"
+        took = "cached: inputs unchanged" if cached else f"{result.seconds:.1f} s"
         print(f"[{index:2d}/{count}] {result.entry.name:{width}s} {status:6s} "
-              f"{o.describe()}, {counts} ({result.seconds:.1f} s)", flush=True)
+              f"{o.describe()}, {counts} ({took})", flush=True)
         for problem in result.problems:
             print(f"        {problem}", flush=True)
         if not result.ok or args.counterexamples:
@@ -289,11 +296,31 @@ def _check(manifest: Manifest, args: argparse.Namespace) -> int:
 
     timeout = args.timeout if args.timeout is not None else (
         DEFAULT_TIMEOUT if manifest.profile == "ci" else 24 * 3600.0)
-    report = check_manifest(manifest, entries, workers=args.workers, java=java, jar=jar,
-                            timeout=timeout, on_done=progress,
+    runs = _run_cache(args, manifest, java, jar)
+    cached = {e.name: hit for e in entries
+              if runs is not None and (hit := runs.load(e)) is not None}
+    for index, hit in enumerate(cached.values(), start=1):
+        progress(hit, index, len(entries), cached=True)
+    if cached:
+        print(f"        {'all ' if len(cached) == len(entries) else ''}{len(cached)} run(s) "
+              "cached: inputs unchanged", flush=True)
+
+    def progress_and_keep(result: RunResult, index: int, count: int) -> None:
+        progress(result, index + len(cached), len(entries))
+        if runs is not None:
+            runs.keep(result)
+
+    fresh = [e for e in entries if e.name not in cached]
+    report = check_manifest(manifest, fresh, workers=args.workers, java=java, jar=jar,
+                            timeout=timeout, on_done=progress_and_keep,
                             tlc_workers=args.tlc_workers,
                             on_progress=report_progress if every else None,
-                            progress_every=every or 10)
+                            progress_every=every or 10) if fresh else \
+        CheckReport((), 0.0, java, jar)
+    if cached:
+        by_name = {r.entry.name: r for r in report.results} | cached
+        report = CheckReport(tuple(by_name[e.name] for e in entries), report.seconds,
+                             java, jar)
     _print_table(report, sys.stdout)
     if args.json is not None:
         data = report.to_json()
@@ -321,6 +348,16 @@ def _check(manifest: Manifest, args: argparse.Namespace) -> int:
               + (f" (not for {', '.join(wrong)}: wrong verdict)" if wrong else ""))
         return 1 if wrong else 0
     return 0 if report.ok else 1
+
+
+def _run_cache(args: argparse.Namespace, manifest: Manifest, java: str,
+               jar: Path) -> RunCache | None:
+    """The TLC outcome cache in ``--cache DIR`` (the ci profile only), or None."""
+    folder: Path | None = args.cache
+    if folder is None or manifest.profile != "ci":
+        return None
+    store = ResultCache(manifest.models_dir.resolve().parent, location=folder.resolve())
+    return RunCache(store, manifest.models_dir, java, jar, args.tlc_workers)
 
 
 def _counterexample(result: RunResult) -> Counterexample | None:

@@ -192,7 +192,9 @@ public final class ZLinkSerialExecutionQueue extends ZLinkScope {
         boolean wake;
         if (ZLinkRuntime.bug("admission_not_atomic")) {
             // The bug: check, leave the lock, insert later. Racing submitters all pass the
-            // check before any of them inserts, so a lane overfills (breaks SE-6.3).
+            // check before any of them inserts, so a lane overfills (breaks SE-6.3). The
+            // pause is long enough for the racers to meet on a loaded machine too (with
+            // 5 ms, the threads of a busy 2-core machine started too far apart to race).
             lock.lock();
             try {
                 String reason = verdictLocked(lane, nbytes);
@@ -201,7 +203,7 @@ public final class ZLinkSerialExecutionQueue extends ZLinkScope {
                 lock.unlock();
             }
             try {
-                Thread.sleep(5);
+                Thread.sleep(50);
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
             }

@@ -1,0 +1,132 @@
+"""``zlink verify -j N``: steps at the same time, never more than N cores' worth, the
+listed order under ``-j 1``; and the strace log reader the result cache depends on."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from zlink_tool.cli import verify
+from zlink_tool.cli.main import main
+from zlink_tool.tracelog import read_trace
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _sleeper(name: str, log: Path, seconds: float, spread: str = "") -> verify.Step:
+    code = ("import json, sys, time; t0 = time.time(); time.sleep(float(sys.argv[2])); "
+            "open(sys.argv[1], 'a').write(json.dumps([sys.argv[3], t0, time.time(), "
+            "sys.argv[4:]]) + '\\n')")
+    return verify.Step(name, f"sleeps {seconds} s",
+                       [sys.executable, "-c", code, str(log), str(seconds), name],
+                       spread=spread, inputs="none")
+
+
+def _spans(log: Path) -> list[tuple[str, float, float, list[str]]]:
+    return [tuple(json.loads(line)) for line in log.read_text().splitlines()]  # type: ignore[misc]
+
+
+def _most_at_once(spans: list[tuple[str, float, float, list[str]]],
+                  width: dict[str, int]) -> int:
+    events = sorted([(t0, width[n]) for n, t0, _, _ in spans] +
+                    [(t1, -width[n]) for n, _, t1, _ in spans])
+    now = most = 0
+    for _, delta in events:
+        now += delta
+        most = max(most, now)
+    return most
+
+
+@pytest.fixture
+def fake_steps(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    log = tmp_path / "spans.jsonl"
+    fake = [_sleeper("a", log, 0.6), _sleeper("b", log, 0.6), _sleeper("c", log, 0.6),
+            _sleeper("wide", log, 0.6, spread="tlc"), _sleeper("d", log, 0.6)]
+    monkeypatch.setattr(verify, "steps", lambda deep=False: fake)
+    return log
+
+
+def test_j1_runs_the_steps_one_after_the_other_in_the_listed_order(
+        fake_steps: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["verify", "-j", "1", "--no-cache"]) == 0
+    spans = _spans(fake_steps)
+    assert [s[0] for s in spans] == ["a", "b", "c", "wide", "d"]
+    assert all(spans[i][2] <= spans[i + 1][1] for i in range(len(spans) - 1))
+    assert "verify: all checks passed" in capsys.readouterr().out
+
+
+def test_jN_never_uses_more_than_N_cores_and_does_use_them(
+        fake_steps: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["verify", "-j", "3", "--no-cache"]) == 0
+    spans = _spans(fake_steps)
+    width = {"a": 1, "b": 1, "c": 1, "d": 1, "wide": 3}
+    assert _most_at_once(spans, width) == 3
+    # The wide step was given every core: --workers 3.
+    (wide,) = [s for s in spans if s[0] == "wide"]
+    assert wide[3] == ["--workers", "3"]
+    out = capsys.readouterr().out
+    # One display: a start line and an end line per step, then the same summary table.
+    assert out.count("[start]") == 5 and "step         result" in out
+
+
+def test_a_step_output_is_printed_whole_when_it_fails(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    lines = "; ".join(f"print('line {i}')" for i in range(60))
+    failing = verify.Step("noisy", "prints then fails",
+                          [sys.executable, "-c", f"{lines}; raise SystemExit(3)"],
+                          inputs="none")
+    monkeypatch.setattr(verify, "steps", lambda deep=False: [failing])
+    assert main(["verify", "-j", "2", "--no-cache"]) == 1
+    out = capsys.readouterr().out
+    assert "    line 0\n" in out and "    line 59\n" in out
+    assert "noisy        FAILED (exit 3)" in out
+
+
+LOG = """\
+100 openat(AT_FDCWD</r>, "/r/models/A.tla", O_RDONLY) = 3</r/models/A.tla>
+100 clone3({flags=CLONE_VM|CLONE_VFORK, exit_signal=SIGCHLD}, 88 <unfinished ...>
+101 openat(AT_FDCWD</r>, "/.zlink-test-file/tests/test_a.py", O_RDONLY) = -1 ENOENT (x)
+100 <... clone3 resumed>) = 102
+101 openat(AT_FDCWD</r>, "specs/rules.toml", O_RDONLY) = 4</r/specs/rules.toml>
+101 clone3({flags=CLONE_VM, exit_signal=SIGCHLD}, 88) = 103
+103 openat(AT_FDCWD</tmp/x>, "/r/models/B.cfg", O_RDONLY <unfinished ...>
+103 <... openat resumed>) = 5</r/models/B.cfg>
+103 openat(AT_FDCWD</tmp/x>, "/opt/tla/tla2tools.jar", O_RDONLY) = 6</opt/tla/tla2tools.jar>
+101 openat(AT_FDCWD</r>, "/.zlink-test-file/tests/test_b.py", O_RDONLY) = -1 ENOENT (x)
+101 openat(AT_FDCWD</r>, "out/report.txt", O_WRONLY|O_CREAT|O_TRUNC, 0666) = 7</r/out/report.txt>
+101 openat(AT_FDCWD</r>, "model/m/__pycache__/q.cpython-311.pyc", O_RDONLY) = 8
+101 openat(AT_FDCWD</r>, "conformance/cases", O_RDONLY|O_DIRECTORY) = 9</r/conformance/cases>
+101 openat(AT_FDCWD</r>, "specs/new.md", O_RDONLY|O_CLOEXEC) = -1 ENOENT (x)
+101 openat(AT_FDCWD</r>, ".venv/lib/x.py", O_RDONLY|O_CLOEXEC) = 10</r/.venv/lib/x.py>
+101 openat(AT_FDCWD</r>, "tests/test_y.py", O_RDONLY) = 12</r/tests/test_y.py>
+100 clone3({flags=CLONE_VM, exit_signal=SIGCHLD}, 88) = 104
+104 openat(AT_FDCWD</r>, "tests/test_a.py", O_RDONLY) = 13</r/tests/test_a.py>
+104 openat(AT_FDCWD</r>, "tests/core", O_RDONLY|O_DIRECTORY) = 14</r/tests/core>
+104 openat(AT_FDCWD</r>, "/.zlink-test-file/tests/test_c.py", O_RDONLY) = -1 ENOENT (x)
+104 openat(AT_FDCWD</r>, "docs/c.md", O_RDONLY|O_CLOEXEC) = 11</r/docs/c.md>
+"""
+
+
+def test_the_trace_reader_gives_each_test_file_what_its_process_read_up_to_its_end() -> None:
+    # pid 101 (a pytest worker, the child of 100) marks two test files; 103 is its child
+    # (TLC), whose reads are 101's; 104 is a second worker. 100 ran no test: its reads
+    # count for every file.
+    trace = read_trace(Path("/r"), LOG)
+    a, b = trace.per_file["tests/test_a.py"], trace.per_file["tests/test_b.py"]
+    assert a.files == {"models/A.tla", "specs/rules.toml", "models/B.cfg",
+                       "/opt/tla/tla2tools.jar"}
+    # test_b depends on everything its process read before it ended, and on the
+    # source a compiled file stands for, a file looked for and not found, a folder listed.
+    assert b.files == a.files | {"model/m/q.py", "specs/new.md", "tests/test_y.py"}
+    assert b.folders == {"conformance/cases"} and not a.folders
+    # Another worker's reads are not test_a's, nor test_a's child's reads test_c's; the
+    # test modules and test folders collection reads are no other test file's input
+    # (a test module read while a test runs is: tests/test_y.py for test_b).
+    assert trace.per_file["tests/test_c.py"].files == {"models/A.tla", "docs/c.md"}
+    # Written files and the environment's are not inputs.
+    assert "out/report.txt" not in trace.everything.files
+    assert not any(f.startswith(".venv") for f in trace.everything.files)

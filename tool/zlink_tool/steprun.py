@@ -1,0 +1,241 @@
+"""Run one step of ``zlink verify`` as a process, answering what it can from the cache.
+
+Three kinds of step, by how their inputs are known (``resultcache`` explains the cache):
+
+- a pytest step is split by test file: each test file that passed is kept with the
+  files its process had opened by the end of its last test (``tracelog``); a run
+  re-runs only the test files with no entry whose inputs are all unchanged, and says
+  how many it answered from the cache;
+- a step with declared inputs (mypy, ruff) is kept with those files;
+- any other step is kept with everything its processes opened.
+
+Tracing needs strace; without it a kept result depends on every file of the checkout.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import subprocess
+import tempfile
+import time
+import xml.etree.ElementTree as ET
+from collections.abc import Sequence
+from functools import cached_property
+from pathlib import Path
+
+from .importgraph import ImportGraph
+from .resultcache import ResultCache
+from .tracelog import Reads, read_trace
+
+__all__ = ["STRACE", "Outcome", "StepRunner", "expand_test_files", "step_env"]
+
+STRACE = ["strace", "-f", "-qq", "-y", "--seccomp-bpf", "-e",
+          "trace=openat,open,creat,clone,clone3,fork,vfork", "-e", "signal=none"]
+# Pytest exit codes after which each test file's own result can be trusted: all
+# passed, some failed, none selected.
+_PYTEST_RAN = (0, 1, 5)
+
+
+@dataclasses.dataclass
+class Outcome:
+    """A step's process result, or its answer from the cache."""
+
+    code: int
+    output: str
+    seconds: float
+    cached: bool = False
+    note: str = ""
+    ran_files: tuple[str, ...] = ()
+
+
+def step_env(extra: dict[str, str]) -> dict[str, str]:
+    """The environment a step runs in: this one, unbuffered, with the step's own."""
+    return dict(os.environ, PYTHONUNBUFFERED="1", **extra)
+
+
+def _profile(env: dict[str, str]) -> str:
+    """The variables of an environment that choose what a check does (``ZLINK_*``)."""
+    return json.dumps({k: v for k, v in env.items() if k.startswith("ZLINK_")},
+                      sort_keys=True)
+
+
+def expand_test_files(root: Path, paths: Sequence[str], options: Sequence[str]) -> list[str]:
+    """The test files pytest would collect from ``paths`` (files and folders), less those
+    under an ``--ignore=`` option: checkout-relative, sorted."""
+    ignored = [root / o.split("=", 1)[1] for o in options if o.startswith("--ignore=")]
+    found: set[str] = set()
+    for p in paths:
+        path = root / p
+        candidates = [path] if path.is_file() else sorted(path.rglob("test_*.py"))
+        for c in candidates:
+            if any(c == i or i in c.parents for i in ignored):
+                continue
+            found.add(c.relative_to(root).as_posix())
+    return sorted(found)
+
+
+def _junit_failures(path: Path) -> tuple[set[str], bool]:
+    """(test files with a failing or erroring test, whether the report could be read)."""
+    try:
+        tree = ET.parse(path)
+    except (OSError, ET.ParseError):
+        return set(), False
+    failed: set[str] = set()
+    for case in tree.iter("testcase"):
+        bad = any(child.tag in ("failure", "error") for child in case)
+        if bad:
+            failed.add(case.get("file") or "?")
+    return failed, True
+
+
+@dataclasses.dataclass
+class StepRunner:
+    """Runs steps in ``root`` with ``cache``; ``traced``: strace is there to use."""
+
+    root: Path
+    cache: ResultCache
+    environment: str
+    traced: bool
+
+    @cached_property
+    def _graph(self) -> ImportGraph:
+        return ImportGraph(self.root.resolve())
+
+    def _every_file(self) -> Reads:
+        return Reads(set(self.cache.every_file()), set())
+
+    def _run(self, argv: list[str], env: dict[str, str], trace: Path | None
+             ) -> tuple[int, str, float]:
+        run_argv = [*STRACE, "-o", str(trace), "--", *argv] if trace is not None else argv
+        started = time.monotonic()
+        proc = subprocess.run(run_argv, cwd=self.root, env=env, capture_output=True,
+                              text=True)
+        return (proc.returncode, (proc.stdout + proc.stderr).rstrip(),
+                time.monotonic() - started)
+
+    def _trace_file(self) -> Path | None:
+        if not (self.traced and self.cache.enabled):
+            return None
+        fd, name = tempfile.mkstemp(prefix="zlink-trace-", suffix=".log")
+        os.close(fd)
+        return Path(name)
+
+    def _key(self, *parts: str) -> str:
+        return self.cache.key(*parts, self.environment)
+
+    def plain_key(self, name: str, argv: list[str], env: dict[str, str]) -> str:
+        """The cache key of a step kept whole."""
+        return self._key(name, json.dumps(_without_cores(argv)[1:]), _profile(env))
+
+    def test_key(self, name: str, options: list[str], env: dict[str, str], file: str) -> str:
+        """The cache key of one test file of a pytest step."""
+        return self._key("test-file", name, json.dumps(options), _profile(env), file)
+
+    def run_plain(self, name: str, argv: list[str], env: dict[str, str],
+                  declared: list[str] | None, use_cache: bool = True) -> Outcome:
+        """A step kept whole: with its ``declared`` inputs, or with what it opened."""
+        key = self.plain_key(name, argv, env)
+        started = time.monotonic()
+        if use_cache:
+            hit = self.cache.load("steps", key)
+            if hit is not None:
+                return Outcome(0, str(hit["result"].get("output", "")),
+                               time.monotonic() - started, cached=True)
+        trace = self._trace_file() if declared is None and use_cache else None
+        try:
+            code, output, seconds = self._run(argv, env, trace)
+            if code == 0 and use_cache:
+                if declared is not None:
+                    reads = Reads(set(declared), set())
+                elif trace is not None:
+                    reads = read_trace(self.root, trace.read_text(errors="replace")).everything
+                else:
+                    reads = self._every_file()
+                self.cache.store("steps", key, {"step": name, "output": output,
+                                                "seconds": seconds},
+                                 reads.files, reads.folders)
+        finally:
+            if trace is not None:
+                trace.unlink(missing_ok=True)
+        return Outcome(code, output, seconds)
+
+    def run_pytest(self, name: str, base: list[str], options: list[str], paths: list[str],
+                   cores: int, env: dict[str, str], use_cache: bool = True,
+                   only: set[str] | None = None) -> Outcome:
+        """A pytest step, test file by test file. ``only``: run just these test files
+        (``--since``), the others are neither run nor looked up."""
+        files = expand_test_files(self.root, paths, options)
+        if only is not None:
+            files = [f for f in files if f in only]
+        keys = {f: self.test_key(name, options, env, f) for f in files}
+        started = time.monotonic()
+        cached = [f for f in files if use_cache and self.cache.load("tests", keys[f])]
+        todo = [f for f in files if f not in cached]
+        if not todo:
+            note = f"all {len(files)} test files cached: inputs unchanged" if files \
+                else "no test file selected"
+            return Outcome(0, note, time.monotonic() - started, cached=bool(files),
+                           note=note)
+        trace = self._trace_file() if use_cache else None
+        with tempfile.TemporaryDirectory(prefix="zlink-junit-") as scratch:
+            junit = Path(scratch) / "junit.xml"
+            argv = [*base, *options, f"--junitxml={junit}", "-o", "junit_family=xunit1"]
+            if cores > 1:
+                argv += ["-n", str(cores)]
+            if trace is not None:
+                argv += ["-p", "zlink_tool.pytest_marks"]
+            argv += todo
+            try:
+                code, output, seconds = self._run(argv, env, trace)
+                failed, readable = _junit_failures(junit)
+                if use_cache and code in _PYTEST_RAN and readable:
+                    self._keep_files(name, [f for f in todo if f not in failed], keys, trace)
+            finally:
+                if trace is not None:
+                    trace.unlink(missing_ok=True)
+        if code == 5:
+            code = 0  # the selected files hold no test of this step's selection
+        note = f"ran {len(todo)} of {len(files)} test files, {len(cached)} cached: " \
+               "inputs unchanged" if cached else ""
+        if note:
+            output = f"{output}\n{note}"
+        return Outcome(code, output, seconds, note=note, ran_files=tuple(todo))
+
+    def _keep_files(self, name: str, passed: list[str], keys: dict[str, str],
+                    trace: Path | None) -> None:
+        if trace is not None:
+            found = read_trace(self.root, trace.read_text(errors="replace"))
+        for f in passed:
+            if trace is None:
+                reads = self._every_file()
+            else:
+                # A file without a mark ran no test (all deselected): it still depends on
+                # everything collection read.
+                reads = found.per_file.get(f) or found.everything
+            # The test file itself and the test modules it imports (collection's reads
+            # of test modules are not attributed, see tracelog).
+            reads.files.add(f)
+            reads.files.update(
+                p.relative_to(self.root.resolve()).as_posix()
+                for p in self._graph.closure([self.root / f])
+                if p.name.startswith("test_") and self.root.resolve() in p.parents)
+            self.cache.store("tests", keys[f], {"step": name, "file": f},
+                             reads.files, reads.folders)
+
+
+def _without_cores(argv: list[str]) -> list[str]:
+    """The command without its core count (it changes how fast, not what is checked)."""
+    out: list[str] = []
+    skip = False
+    for a in argv:
+        if skip:
+            skip = False
+            continue
+        if a in ("-n", "--workers"):
+            skip = True
+            continue
+        out.append(a)
+    return out
+
