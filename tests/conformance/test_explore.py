@@ -221,7 +221,8 @@ def test_SE_10_14_explore_finds_a_mutant_and_its_shrunk_case_replays(
 
 def _rules_named(messages: list[str]) -> set[str]:
     return {m.group(1) for text in messages
-            for m in re.finditer(r"((?:SE|SD|D)-[0-9]+(?:\.[0-9]+)?)\]", text)}
+            for m in re.finditer(r"((?:SE|SD|D)-[0-9]+(?:\.[0-9]+)?)(?:\]| [A-Za-z ]+\])",
+                                 text)}
 
 
 def test_SE_10_14_explore_on_the_command_line(tmp_path: Path,

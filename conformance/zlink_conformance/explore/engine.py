@@ -38,7 +38,12 @@ from .shrink import shrink
 
 __all__ = ["ExploreConfig", "ExploreReport", "Finding", "explore", "signature"]
 
-_LABEL = re.compile(r"\[(?:model )?(?:([A-Za-z]+) )?((?:SE|SD|D|AP)-[0-9.]*[0-9])\]")
+# A failure line's label: the rule first ("[SE-6.6]", "[SE-4.6 ActorClaimHeld]", "[SE-6.6
+# model FifoWithinLane]"), or, in an invariant's own words, the invariant first
+# ("[model FifoWithinLane SE-6.6]").
+_LABEL = re.compile(
+    r"\[(?:(?P<rule>(?:SE|SD|D|AP)-[0-9.]*[0-9])(?: (?:model )?(?P<inv>[A-Za-z]+))?"
+    r"|(?:model )?(?:(?P<inv2>[A-Za-z]+) )?(?P<rule2>(?:SE|SD|D|AP)-[0-9.]*[0-9]))\]")
 _AP = re.compile(r"adapter fault \[(AP-[0-9]+)\]")
 
 
@@ -55,7 +60,7 @@ def signature(result: CaseResult) -> tuple[str, str | None] | None:
             return ap.group(1), None
         found = _LABEL.search(message)
         if found:
-            return found.group(2), found.group(1)
+            return (found["rule"] or found["rule2"]), (found["inv"] or found["inv2"])
     if result.status != "error":
         return "unnamed", None
     text = " ".join(result.messages)
