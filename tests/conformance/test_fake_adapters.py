@@ -142,3 +142,28 @@ def test_preload_runs_before_the_handshake_and_a_broken_one_stops_the_adapter() 
         broken.start()
     assert "exited with status 3" in err.value.message
     assert any("broken on purpose" in line for line in err.value.stderr_tail)
+
+
+def test_AP_7_an_adapter_that_exited_before_a_command_is_written_is_reported_as_exited(
+) -> None:
+    """The handshake's verdict must not depend on which side of the pipe notices a dead
+    adapter first: a write into the stdin of an adapter that already exited says it
+    exited, with its status and its last stderr, as the reading side does (under load the
+    runner's hello can come after the exit, and the message once differed)."""
+    import time
+
+    from zlink_conformance.runner.process import AdapterCrashedError, AdapterProcess
+
+    proc = AdapterProcess(fake("dies_at_start"), env=child_env())
+    proc.start()
+    deadline = time.monotonic() + 10
+    while proc.alive and time.monotonic() < deadline:
+        time.sleep(0.01)
+    try:
+        with pytest.raises(AdapterCrashedError) as err:
+            for _ in range(64):  # the first writes may still land in the pipe's buffer
+                proc.send({"cmd": "hello", "protocol": 1}, time.monotonic() + 5)
+        assert "the adapter exited with status 1" in str(err.value)
+        assert "dies_at_start fake: cannot find my runtime" in err.value.stderr_tail
+    finally:
+        proc.stop()

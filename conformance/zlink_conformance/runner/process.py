@@ -359,8 +359,14 @@ class AdapterProcess:
                 select.select([], [fd], [], remaining)
         except (BrokenPipeError, OSError, ValueError):
             code = self._exit_code()
-            raise self._fail(AdapterCrashedError, f"the adapter stopped reading its stdin "
-                                                  f"(exit status {code})") from None
+            # An adapter that exited closed its stdin with it: say it exited, in the words
+            # the reading side uses, so the verdict does not depend on which side of the
+            # pipe noticed first.
+            how = (f"exited with status {code} (its stdin closed)" if code is not None
+                   else "stopped reading its stdin, still running")
+            if code is not None and self._stderr_thread is not None:
+                self._stderr_thread.join(1.0)  # its last words, as on the reading side
+            raise self._fail(AdapterCrashedError, f"the adapter {how}") from None
         return ident
 
     def request(self, message: Mapping[str, Any], deadline: float,
