@@ -548,6 +548,7 @@ class TraceImage:
         elif resume != (w.phase == "requeued"):
             self._bad("NoResumeWithoutRequeue",
                       f"work {w.wid} taken with resume={resume} while {w.phase}")
+        self._derive_streak(source, streak)
         line = self.lines[source]
         if w.wid not in line:
             self._bad("FifoWithinLane", f"work {w.wid} taken from the {source} line, where "
@@ -570,9 +571,34 @@ class TraceImage:
         if w.cancel_pending and w.phase == "queued":
             self._bad("CancellationOnOwnTurn",
                       f"work {w.wid} starts although the scope cancelled it before it started")
-        self.streak = streak
         self.current = w.wid
         w.phase = "running"
+
+    def _derive_streak(self, source: str, reported: int) -> None:
+        """The lifecycle streak after a take from ``source``, computed from the lines as
+        the events left them (before the taken item leaves its line) and the rule of
+        ``rules.select_next`` (SE-6.6, D-4, D-5): a lifecycle item taken while the
+        application line holds an item adds one; any other take (barrier-next work,
+        application work or a resume permit in that line, or a lifecycle item with no
+        application work waiting) resets it to 0. The runtime's reported ``streak`` is
+        held to the derived one only as a second check: the bound is judged on what
+        the rules say, so a runtime whose count is wrong and reports it faithfully is
+        caught, not confirmed."""
+        app_waiting = len(self.lines["application"])
+        grows = source == "lifecycle" and app_waiting > 0
+        derived = self.streak + 1 if grows else 0
+        if reported != derived:
+            if grows:
+                why = (f"a lifecycle take while {app_waiting} application item(s) wait "
+                       f"adds one to the streak of {self.streak}")
+            elif source == "lifecycle":
+                why = "a lifecycle take with no application work waiting resets it"
+            else:
+                why = f"a take from the {source} line resets it"
+            self._bad("LifecycleBurstBounded",
+                      f"take_next reports streak {reported}, the rules give {derived} "
+                      f"(select_next, SE-6.6/D-4/D-5: {why})")
+        self.streak = derived
 
     def _finish(self, ev: TraceEvent) -> None:
         outcome = str(ev["outcome"])
@@ -878,8 +904,11 @@ def LifecycleBurstBounded(core: QueueCore[Any] | None = None,
     """SE-6.1, SE-10 item 9, D-5: the lifecycle streak never passes the burst limit.
     TLA+: ``LifecycleBurstBounded`` (models/SerialQueue.tla).
 
-    Core: ``0 <= streak <= burst_limit``. Trace (with a policy): the ``streak`` each
-    ``take_next`` reports stays within the limit."""
+    Core: ``0 <= streak <= burst_limit``. Trace: the checker derives the streak from
+    the takes and the lines (``rules.select_next``: a lifecycle item taken while
+    application work waits adds one, any other take resets it) and, with a policy,
+    holds that derived streak within the limit; the ``streak`` each ``take_next``
+    reports must equal the derived one (a runtime's own count is never trusted)."""
     return _holds("LifecycleBurstBounded", core, trace, policy)
 
 

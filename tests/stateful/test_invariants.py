@@ -90,6 +90,23 @@ def disposed_queue(core: QueueCore) -> None:
     core.exit_drain(0)
 
 
+def burst_then_barrier(core: QueueCore) -> None:
+    """A lifecycle take while application work waits uses the whole burst (limit 1);
+    a barrier-next take then resets the streak (D-4), so the next lifecycle item
+    overtakes the waiting application work again. Whatever the core takes is finished,
+    so a core with a wrong count still leaves a whole trace for the checker to judge."""
+    a0, l0, l1, b0 = WorkRecord(), WorkRecord(), WorkRecord(), WorkRecord()
+    core.admit(a0)
+    core.admit(l0, LIFECYCLE_LANE)
+    core.enter_drain(0)
+    core.finish(core.take_next(0))
+    core.admit(l1, LIFECYCLE_LANE)
+    core.admit(b0, barrier=True)
+    for _ in range(3):
+        core.finish(core.take_next(0))
+    core.exit_drain(0)
+
+
 # --------------------------------------------------------------- editing traces
 def index(events: list[TraceEvent], event: str, nth: int = 0, **fields: Any) -> int:
     hits = [i for i, e in enumerate(events) if e.event == event
@@ -177,6 +194,33 @@ def broken_traces() -> list[tuple[str, list[TraceEvent]]]:
         ("WellFormedTrace", insert(ev, 3, "teleport")),
         ("WellFormedTrace", edit(ev, index(ev, "finish", work=3), outcome="vanished")),
     ]
+
+
+def test_D_4_the_trace_checker_derives_the_streak_a_barrier_take_resets() -> None:
+    """The streak is computed from the takes and the lines, not copied from the
+    runtime: a core that keeps its lifecycle streak across a barrier-next take and
+    reports the count it keeps (each reported streak within the burst limit) breaks
+    LifecycleBurstBounded. Killer of the ``barrier_keeps_streak`` mutant."""
+    _, events = run(burst_then_barrier)
+    takes = [(e.fields["source"], e.fields["streak"]) for e in events
+             if e.event == "take_next"]
+    assert check_trace(events, POLICY).ok, check_trace(events, POLICY).lines()
+    assert inv.LifecycleBurstBounded(trace=events, policy=POLICY)
+    assert takes == [("lifecycle", 1), ("barrier", 0), ("lifecycle", 1),
+                     ("application", 0)]
+
+
+def test_D_4_a_reported_streak_that_disagrees_with_the_rules_is_a_failure() -> None:
+    """A barrier-next take that reports the streak kept (1, within the limit) instead
+    of reset: the derived streak is 0, and the disagreement is named by its rule."""
+    _, events = run(burst_then_barrier)
+    bad = edit(events, index(events, "take_next", source="barrier"), streak=1)
+    assert not inv.LifecycleBurstBounded(trace=bad, policy=POLICY)
+    found = [v for v in check_trace(bad, POLICY).violations
+             if v.invariant == "LifecycleBurstBounded"]
+    assert found and "reports streak 1, the rules give 0" in found[0].message, found
+    # without a policy (no burst limit to judge) the disagreement is still seen
+    assert not inv.LifecycleBurstBounded(trace=bad)
 
 
 # The invariant each of broken_traces() must break, in its order.

@@ -192,6 +192,20 @@ def _lifecycle_ignores_burst() -> None:
     setattr(core_queue, "select_next", patched)  # noqa: B010 (a patch, not a set)
 
 
+@mutant("barrier_keeps_streak", "D-4", "LifecycleBurstBounded",
+        "a barrier-next take keeps the lifecycle streak instead of resetting it, and "
+        "take_next reports the count kept (always within the burst limit)")
+def _barrier_keeps_streak() -> None:
+    original = rules.select_next
+
+    def patched(barrier: int, life: int, app: int, streak: int, limit: int) -> Any:
+        if barrier:
+            return rules.Source.BARRIER, streak
+        return original(barrier, life, app, streak, limit)
+
+    setattr(core_queue, "select_next", patched)  # noqa: B010 (a patch, not a set)
+
+
 @mutant("close_drops_accepted", "SE-6.2", "EveryAcceptedWorkEndsOnce",
         "close discards the works still waiting in line")
 def _close_drops_accepted() -> None:
