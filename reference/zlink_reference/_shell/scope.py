@@ -33,7 +33,7 @@ import logging
 import math
 from collections.abc import Callable, Iterator, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Protocol, Self
+from typing import TYPE_CHECKING, Any, Protocol, Self, cast
 
 from zlink_model.errors import ZLinkUsageError
 from zlink_model.queue import (
@@ -47,6 +47,7 @@ from zlink_model.queue import (
 )
 
 from . import checks as _checks
+from . import context as _context
 from .checks import require_loop
 from .loop import ScopeState, running_loop, thread_state
 
@@ -242,8 +243,18 @@ class ScopeMixin:
             state.timer = None
 
     # ------------------------------------------------------------- waiting
+    def _check_own_wait(self, wait: str, *, zombies_too: bool) -> None:
+        """SE-8.2: refuse, at once, a wait from work that this wait waits for."""
+        _context.check_scope_wait(
+            # Every live record of a queue is a work handle, which is a turn record.
+            (cast(_context.TurnRecord, rec) for _, rec in self._counted()
+             if zombies_too or not rec.zombie),
+            wait=wait, scope=self.name)
+
     async def await_completion(self) -> None:
-        """Return once no active work is left; zombies do not count (SD-3)."""
+        """Return once no active work is left; zombies do not count (SD-3). From an
+        active work of this scope it raises ``ZLinkReentrancyError`` (SE-8.2)."""
+        self._check_own_wait("await_completion", zombies_too=False)
         if running_loop() is not self._rt.loop and self._rt.foreign():  # D-24
             return await self._rt.wait_on_loop(self.await_completion)
         while True:
@@ -259,6 +270,7 @@ class ScopeMixin:
         Each failure of a zombie is passed to ``error_handler(error, scope)``, in the
         order they happened; without a handler the first one is raised once nothing is
         left running. A failure is reported once, to the first call that returns.
+        From a live work of this scope it raises ``ZLinkReentrancyError`` (SE-8.2).
         """
         if running_loop() is not self._rt.loop and self._rt.foreign():  # D-24
             return await self._rt.wait_on_loop(
@@ -269,6 +281,7 @@ class ScopeMixin:
                 f"{self.name}: await_after_cancellation needs the scope cancelled or "
                 "disposed first (SD-3)"
             )
+        self._check_own_wait("await_after_cancellation", zombies_too=True)
         while True:
             busy = [q for q in self._scope_queues() if q._core.live()]
             if not busy:
