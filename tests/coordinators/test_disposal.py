@@ -247,6 +247,73 @@ async def test_SD_1_dispose_after_timeout_with_nothing_left_starts_no_timer(
     assert clock.pending_timers() == 0
 
 
+async def test_SD_1_dispose_after_timeout_after_dispose_safely_cancels_the_zombies(
+    make: Callable[..., Scope],
+) -> None:
+    """D-27: the bound applies to the zombies dispose_safely made (the seed:
+    disposeAfterTimeout guarantees cancellation of what hangs)."""
+    clock = VirtualClock()
+    s, t = make(clock), Timeline()
+    ext: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+    stuck = s.submit(suspender(ext, t, "stuck"))
+    await run_until_idle()
+    s.scope.dispose_safely()
+    assert s.scope.zombie_count() == 1
+    s.scope.dispose_after_timeout(50)
+    clock.advance(49)
+    await run_until_idle()
+    assert not stuck.done() and s.scope.zombie_count() == 1, "cancelled before its time"
+    clock.advance(1)
+    await run_until_idle()
+    assert stuck.cancelled() and ("cancelled", "stuck") in t.marks
+    assert s.scope.zombie_count() == 0
+    await s.scope.await_after_cancellation()
+
+
+async def test_SD_1_dispose_after_timeout_bounds_the_zombies_of_every_queue() -> None:
+    """D-27 on a scope with many queues: a PerActor Spot's zombies on two Actor queues
+    and on the Spot queue are all cancelled when the bound is up."""
+    clock = VirtualClock()
+    spot = ZLinkSpotSerialExecutor("S", mode=ZLinkUserSpotExecutionMode.PER_ACTOR,
+                                   clock=clock, error_hook=hook)
+    t = Timeline()
+    ext: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+    stuck = [spot.execute_actor("A", suspender(ext, t, "a")),
+             spot.execute_actor("B", suspender(ext, t, "b")),
+             spot.execute_spot(suspender(ext, t, "spot"))]
+    await run_until_idle()
+    spot.dispose_safely()
+    assert spot.zombie_count() == 3
+    spot.dispose_after_timeout(10)
+    clock.advance(10)
+    await run_until_idle()
+    assert [h.outcome() for h in stuck] == ["cancelled"] * 3
+    assert spot.zombie_count() == 0
+    await spot.await_after_cancellation()
+
+
+async def test_SD_1_dispose_after_timeout_after_dispose_safely_spares_what_finished(
+    make: Callable[..., Scope],
+) -> None:
+    """Zombies that end before the bound end as they ended; the bound's timer goes
+    with them (D-18, D-27)."""
+    clock = VirtualClock()
+    s, gate = make(clock), Gate()
+    h = s.submit(gate.wait)
+    await run_until_idle()
+    s.scope.dispose_safely()
+    before = clock.pending_timers()
+    s.scope.dispose_after_timeout(100)
+    assert clock.pending_timers() == before + 1, "no bound was set on the zombie"
+    gate.open()
+    await run_until_idle()
+    assert h.outcome() == "completed"
+    assert clock.pending_timers() == before, "the bound outlived the zombie it guards"
+    clock.advance(200)
+    await run_until_idle()
+    assert h.outcome() == "completed"
+
+
 @pytest.mark.parametrize(("bad", "error"), [(-1, ValueError), ("5", TypeError),
                                             (float("nan"), ValueError),
                                             (float("inf"), ValueError)])

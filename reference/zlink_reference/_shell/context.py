@@ -14,14 +14,22 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+from collections.abc import Iterable
 from typing import Any, Protocol, cast
 
 from zlink_model.errors import ZLinkReentrancyError
-from zlink_model.queue import RUNNING
+from zlink_model.queue import DONE, RUNNING
 
 from .loop import thread_state
 
-__all__ = ["TurnRecord", "async_current", "check_reentrancy", "holder", "turn_in_context"]
+__all__ = [
+    "TurnRecord",
+    "async_current",
+    "check_reentrancy",
+    "check_scope_wait",
+    "holder",
+    "turn_in_context",
+]
 
 
 class TurnRecord(Protocol):
@@ -88,3 +96,26 @@ def check_reentrancy(target: TurnRecord, *, held_turn: bool) -> None:
             f"{target.queue_name}, which needs a turn the waiter holds (SE-8.2)"
         )
 
+
+
+def check_scope_wait(counted: Iterable[TurnRecord], *, wait: str, scope: str) -> None:
+    """SE-8.2 (SE-10.13) for a wait on a whole scope (a queue's or coordinator's
+    ``await_quiescence``, ``await_completion``, ``await_after_cancellation``): the
+    wait ends only once every work in ``counted`` (the works it waits for) ended. A
+    wait started in a live work's context, whether the work holds its turn or gave it
+    back in a yield, is that work's wait (D-14); if the work is itself among
+    ``counted``, or holds a turn or claim one of them needs, the wait can never end,
+    so it raises at the call instead. ``counted`` is read only when there is such a
+    work: a wait from outside any work costs nothing more."""
+    sync = _THREAD.turn.sync
+    waiter = cast("TurnRecord | None", sync if sync is not None else async_current.get())
+    if waiter is None or waiter.phase == DONE:
+        return
+    held = waiter._gates if waiter.phase == RUNNING else waiter._gates[1:]
+    for rec in counted:
+        if rec is waiter or any(g in held for g in rec._gates):
+            raise ZLinkReentrancyError(
+                f"work {waiter.wid} of {waiter.queue_name} waits in {wait} of {scope}, "
+                f"which waits for {'itself' if rec is waiter else f'work {rec.wid}'} "
+                f"(SE-8.2: an immediate exception, not a deadlock)"
+            )

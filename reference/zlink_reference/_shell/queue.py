@@ -309,7 +309,9 @@ class ZLinkSerialExecutionQueue(DrivenQueue, ScopeMixin):
 
     async def await_quiescence(self) -> None:
         """Return once every accepted work has ended (queued, running and suspended
-        ones included). Awaited on another loop, it waits on the owner's (D-24)."""
+        ones included). Awaited on another loop, it waits on the owner's (D-24). From a
+        live work of this queue it raises ``ZLinkReentrancyError`` (SE-8.2)."""
+        self._check_own_wait("await_quiescence", zombies_too=True)
         if running_loop() is not self._rt.loop and self._rt.foreign():
             return await self._rt.wait_on_loop(self.await_quiescence)
         await self._wait_until(True)

@@ -18,7 +18,8 @@ dispose()                  close; never-started works never start (their handles
 dispose_safely()           close; cancel nothing; every live work is a zombie (active
                            -1, zombie +1 each) and runs on, in order
 dispose_after_timeout(ms)  close; after ``ms`` on the scope's clock, cancel what is
-                           left as dispose() does; no timer when nothing is left
+                           left as dispose() does; no timer when nothing is left;
+                           after dispose_safely, the zombies are what is left (D-27)
 await_completion()         returns once no active work is left (zombies don't count)
 await_after_cancellation   waits for zombies too; only after a disposal; reports each
                            zombie failure to the handler, or raises the first
@@ -33,12 +34,13 @@ import logging
 import math
 from collections.abc import Callable, Iterator, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Protocol, Self
+from typing import TYPE_CHECKING, Any, Protocol, Self, cast
 
 from zlink_model.errors import ZLinkUsageError
 from zlink_model.queue import (
     MODE_CANCELLED,
     MODE_OPEN,
+    MODE_SAFELY,
     MODE_TIMEOUT,
     PHASE_NAMES,
     SUSPENDED,
@@ -47,6 +49,7 @@ from zlink_model.queue import (
 )
 
 from . import checks as _checks
+from . import context as _context
 from .checks import require_loop
 from .loop import ScopeState, running_loop, thread_state
 
@@ -196,7 +199,9 @@ class ScopeMixin:
 
     def dispose_after_timeout(self, timeout_ms: float) -> None:
         """Close now; after ``timeout_ms`` on the scope's clock cancel what is left, as
-        ``dispose`` does (SD-1). With nothing left, no timer is started."""
+        ``dispose`` does (SD-1). With nothing left, no timer is started. After
+        ``dispose_safely`` it bounds the zombies: they are cancelled when the time is
+        up (D-27). A bound already running stays the one that holds."""
         if isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int | float):
             raise TypeError(f"timeout_ms must be a number, got {timeout_ms!r}")
         if not math.isfinite(timeout_ms) or timeout_ms < 0:
@@ -213,7 +218,7 @@ class ScopeMixin:
                 q._core.dispose_after_timeout()
         state = self._scope_state()
         if state.timer is None and any(
-            q._core.mode == MODE_TIMEOUT and q._core.live() for q in queues
+            q._core.mode in (MODE_TIMEOUT, MODE_SAFELY) and q._core.live() for q in queues
         ):
             state.timer = self._rt.clock.call_later(timeout_ms, self._expire)
             for q in queues:
@@ -227,6 +232,9 @@ class ScopeMixin:
         for q in self._scope_queues():
             if q._core.mode == MODE_TIMEOUT:
                 q._scope_cancel(expire=True)
+            elif q._core.mode == MODE_SAFELY:
+                # The bound set on zombies after dispose_safely (D-27): as dispose.
+                q._scope_cancel(expire=False)
 
     def _maybe_stop_timer(self, _queue: ScopeQueue) -> None:
         """Everything finished before the timeout: the timer has nothing left to do."""
@@ -242,8 +250,18 @@ class ScopeMixin:
             state.timer = None
 
     # ------------------------------------------------------------- waiting
+    def _check_own_wait(self, wait: str, *, zombies_too: bool) -> None:
+        """SE-8.2: refuse, at once, a wait from work that this wait waits for."""
+        _context.check_scope_wait(
+            # Every live record of a queue is a work handle, which is a turn record.
+            (cast(_context.TurnRecord, rec) for _, rec in self._counted()
+             if zombies_too or not rec.zombie),
+            wait=wait, scope=self.name)
+
     async def await_completion(self) -> None:
-        """Return once no active work is left; zombies do not count (SD-3)."""
+        """Return once no active work is left; zombies do not count (SD-3). From an
+        active work of this scope it raises ``ZLinkReentrancyError`` (SE-8.2)."""
+        self._check_own_wait("await_completion", zombies_too=False)
         if running_loop() is not self._rt.loop and self._rt.foreign():  # D-24
             return await self._rt.wait_on_loop(self.await_completion)
         while True:
@@ -259,6 +277,7 @@ class ScopeMixin:
         Each failure of a zombie is passed to ``error_handler(error, scope)``, in the
         order they happened; without a handler the first one is raised once nothing is
         left running. A failure is reported once, to the first call that returns.
+        From a live work of this scope it raises ``ZLinkReentrancyError`` (SE-8.2).
         """
         if running_loop() is not self._rt.loop and self._rt.foreign():  # D-24
             return await self._rt.wait_on_loop(
@@ -269,6 +288,7 @@ class ScopeMixin:
                 f"{self.name}: await_after_cancellation needs the scope cancelled or "
                 "disposed first (SD-3)"
             )
+        self._check_own_wait("await_after_cancellation", zombies_too=True)
         while True:
             busy = [q for q in self._scope_queues() if q._core.live()]
             if not busy:

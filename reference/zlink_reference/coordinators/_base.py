@@ -132,7 +132,9 @@ class Coordinator(ScopeMixin):
 
     async def await_quiescence(self) -> None:
         """Return once every work accepted by any of this coordinator's queues ended.
-        Awaited on another loop, it waits on the owner's (D-24)."""
+        Awaited on another loop, it waits on the owner's (D-24). From a live work of
+        this coordinator it raises ``ZLinkReentrancyError`` (SE-8.2)."""
+        self._check_own_wait("await_quiescence", zombies_too=True)
         if running_loop() is not self._rt.loop and self._rt.foreign():
             return await self._rt.wait_on_loop(self.await_quiescence)
         while True:
