@@ -4,6 +4,7 @@ coordinator ever made."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from zlink_model.errors import ZLinkClosedError
@@ -141,6 +142,11 @@ class Coordinator(ScopeMixin):
                 return
             for q in busy:
                 await q.await_quiescence()
+            # A queue's wait ends once its live count is zero; should its core still
+            # not be idle (counts that disagree), going round at once would hold the
+            # loop for ever. Give the loop a turn first, so a timeout around this wait
+            # and every other owner still run.
+            await asyncio.sleep(0)
 
     def _forget_idle_closed(self) -> None:
         self._made = [q for q in self._made if not (q.closed and queue_core(q).is_idle())]
