@@ -337,14 +337,14 @@ def concretize(state: State, bounds: SerialQueueBounds, config: QueueConfig
             continue
         rec = recs[w] = _Rec(w)
         lane = bounds.lane[w]
-        rec.wid = state.wid[w - 1]
-        rec.seq = state.seq[w - 1]
-        rec.lane = LIFECYCLE_LANE if lane == "life" else APPLICATION_LANE
-        rec.barrier = lane == "barrier"
-        rec.nbytes = bounds.payload[w] + bounds.fixed_cost
-        rec.phase = _PHASE_CODE[phase]
-        rec.resumes = state.resumes[w - 1]
-        rec.zombie = False
+        rec._wid = state.wid[w - 1]
+        rec._seq = state.seq[w - 1]
+        rec._lane = LIFECYCLE_LANE if lane == "life" else APPLICATION_LANE
+        rec._barrier = lane == "barrier"
+        rec._nbytes = bounds.payload[w] + bounds.fixed_cost
+        rec._phase = _PHASE_CODE[phase]
+        rec._resumes = state.resumes[w - 1]
+        rec._zombie = False
     if state.app:
         core.app = deque(recs[w] for w in state.app)
     if state.life:
