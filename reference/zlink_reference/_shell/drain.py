@@ -273,7 +273,7 @@ class DrainingQueue:
                 rec = cast("ZLinkWorkHandle[Any]", promoted)
             else:
                 prev_plain = False
-                if rec._resumes:
+                if rec.resumes:
                     # A resume permit: the suspended work continues on its own task.
                     permit = cast("asyncio.Future[None]", rec._extra().permit)
                     rec._extra().permit = None
@@ -349,7 +349,7 @@ class DrainingQueue:
         rec._settle(outcome, value)
         if outcome == FAILED and not (rec._aux is not None and rec._aux.quiet):
             exc = cast(BaseException, value)
-            if rec._zombie:
+            if rec.zombie:
                 # kept for await_after_cancellation (SD-3)
                 record_zombie_failure(self._queue_aux().zombie_errors, exc, rec)
             self._report(rec, exc)

@@ -4,7 +4,6 @@ coordinator ever made."""
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from zlink_model.errors import ZLinkClosedError
@@ -146,7 +145,7 @@ class Coordinator(ScopeMixin):
             # not be idle (counts that disagree), going round at once would hold the
             # loop for ever. Give the loop a turn first, so a timeout around this wait
             # and every other owner still run.
-            await asyncio.sleep(0)
+            await self._rt.next_turn()
 
     def _forget_idle_closed(self) -> None:
         self._made = [q for q in self._made if not (q.closed and queue_core(q).is_idle())]
