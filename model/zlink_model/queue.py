@@ -164,27 +164,74 @@ Observer = Callable[[str, str, dict[str, object]], None]
 class WorkRecord:
     """One accepted work as the core sees it. Shells subclass it to carry the callable
     and the result, so an admission allocates one object. The core sets every field
-    below when it inserts the record; nothing reads them before."""
+    below when it inserts the record; nothing reads them before.
 
-    __slots__ = ("barrier", "lane", "nbytes", "phase", "resumes", "seq", "wid", "zombie")
+    The fields are the core's accounting: the core writes them in private slots, and
+    the public names are read-only views of those slots. A shell hands its records out
+    as handles, so an assignment such as ``handle.lane = 1`` must not reach the counts
+    (SE-6.3, D-23): it raises ``AttributeError``. Reading through a view costs a call;
+    the core, on the hot path, uses the slots directly."""
 
-    wid: int  # admission sequence number: the work's identity in this queue
-    seq: int  # sequence number of its current place in line
-    lane: int
-    barrier: bool
-    nbytes: int  # its reservation
-    phase: int
-    resumes: int  # how many resume permits it queued; > 0 means a take is a resume
-    zombie: bool
+    __slots__ = ("_barrier", "_lane", "_nbytes", "_phase", "_resumes", "_seq", "_wid",
+                 "_zombie")
+
+    _wid: int  # admission sequence number: the work's identity in this queue
+    _seq: int  # sequence number of its current place in line
+    _lane: int
+    _barrier: bool
+    _nbytes: int  # its reservation
+    _phase: int
+    _resumes: int  # how many resume permits it queued; > 0 means a take is a resume
+    _zombie: bool
 
     def __init__(self) -> None:
         # Subclasses on a hot path may skip this: the core sets every field at
         # insertion, and the guards' messages do not assume them.
-        self.wid = self.seq = -1
-        self.lane = APPLICATION_LANE
-        self.barrier = self.zombie = False
-        self.nbytes = self.resumes = 0
-        self.phase = QUEUED
+        self._wid = self._seq = -1
+        self._lane = APPLICATION_LANE
+        self._barrier = self._zombie = False
+        self._nbytes = self._resumes = 0
+        self._phase = QUEUED
+
+    @property
+    def wid(self) -> int:
+        """Admission sequence number: the work's identity in this queue."""
+        return self._wid
+
+    @property
+    def seq(self) -> int:
+        """Sequence number of its current place in line."""
+        return self._seq
+
+    @property
+    def lane(self) -> int:
+        """The lane it reserves in (application or lifecycle)."""
+        return self._lane
+
+    @property
+    def barrier(self) -> bool:
+        """Whether it was admitted barrier-next."""
+        return self._barrier
+
+    @property
+    def nbytes(self) -> int:
+        """Its reservation, in bytes."""
+        return self._nbytes
+
+    @property
+    def phase(self) -> int:
+        """Where it is: queued, running, suspended, requeued or done."""
+        return self._phase
+
+    @property
+    def resumes(self) -> int:
+        """How many resume permits it queued; above zero, a take is a resume."""
+        return self._resumes
+
+    @property
+    def zombie(self) -> bool:
+        """Whether a disposal left it running as a zombie (SD-3)."""
+        return self._zombie
 
     def copy(self) -> Self:
         """A new record of the same class with the same core fields (for a checker's
@@ -192,14 +239,14 @@ class WorkRecord:
         copy must keep extends this (``new = super().copy()``, then its fields)."""
         cls = type(self)
         new = cls.__new__(cls)
-        new.wid = self.wid
-        new.seq = self.seq
-        new.lane = self.lane
-        new.barrier = self.barrier
-        new.nbytes = self.nbytes
-        new.phase = self.phase
-        new.resumes = self.resumes
-        new.zombie = self.zombie
+        new._wid = self._wid
+        new._seq = self._seq
+        new._lane = self._lane
+        new._barrier = self._barrier
+        new._nbytes = self._nbytes
+        new._phase = self._phase
+        new._resumes = self._resumes
+        new._zombie = self._zombie
         return new
 
 
@@ -444,13 +491,13 @@ class QueueCore(Generic[R]):
         a waiting admission can have come later); otherwise, or when ``take_next``
         itself is refused, ``ZLinkProtocolError`` with nothing changed."""
         self._require_records("take_next_ahead_of")
-        moved = sorted(later, key=lambda r: r.seq)
+        moved = sorted(later, key=lambda r: r._seq)
         lines = (self.barrier, self.life, self.app)
         for rec in moved:
-            source = (Source.BARRIER if rec.barrier else Source.LIFECYCLE
-                      if rec.lane == LIFECYCLE_LANE else Source.APPLICATION)
+            source = (Source.BARRIER if rec._barrier else Source.LIFECYCLE
+                      if rec._lane == LIFECYCLE_LANE else Source.APPLICATION)
             line = lines[source]
-            if rec.phase != QUEUED or line is None or rec not in line:
+            if rec._phase != QUEUED or line is None or rec not in line:
                 raise ZLinkProtocolError(
                     "take_next_ahead_of", "SE-6.3",
                     f"work {_wid(rec)} is not queued in {self.name}: only a work still "
@@ -469,12 +516,12 @@ class QueueCore(Generic[R]):
         for rec in moved:
             seq = self.next_seq
             self.next_seq = seq + 1
-            rec.wid = rec.seq = seq
-            if rec.barrier:
+            rec._wid = rec._seq = seq
+            if rec._barrier:
                 if self.barrier is None:
                     self.barrier = deque()
                 self.barrier.append(rec)
-            elif rec.lane == LIFECYCLE_LANE:
+            elif rec._lane == LIFECYCLE_LANE:
                 if self.life is None:
                     self.life = deque()
                 self.life.append(rec)
@@ -545,15 +592,15 @@ class QueueCore(Generic[R]):
                     line = self.app = deque()
         seq = self.next_seq
         self.next_seq = seq + 1
-        rec.wid = rec.seq = seq
-        rec.lane = lane
-        rec.barrier = barrier
-        rec.nbytes = nbytes
-        rec.phase = QUEUED
-        rec.resumes = 0
+        rec._wid = rec._seq = seq
+        rec._lane = lane
+        rec._barrier = barrier
+        rec._nbytes = nbytes
+        rec._phase = QUEUED
+        rec._resumes = 0
         # Accepted work moved into a scope disposed safely (a SpotWide turn, a
         # session's final work) is a zombie there too (SD-2).
-        zombie = rec.zombie = self.mode == MODE_SAFELY
+        zombie = rec._zombie = self.mode == MODE_SAFELY
         if zombie:
             self.zombies += 1
         line.append(rec)
@@ -643,13 +690,13 @@ class QueueCore(Generic[R]):
             if not isinstance(rec, WorkRecord):  # a plain work: no record, no observer
                 self.turn_holder = rec
                 return rec
-            resume = rec.phase == REQUEUED
-            rec.phase = RUNNING
+            resume = rec._phase == REQUEUED
+            rec._phase = RUNNING
             self.turn_holder = rec
             observer = config.observer
             if observer is not None:
                 observer(self.name, "take_next", {
-                    "work": rec.wid, "pos": rec.seq, "source": "application",
+                    "work": rec._wid, "pos": rec._seq, "source": "application",
                     "resume": resume, "streak": 0, "now": now,
                 })
             return rec
@@ -698,13 +745,13 @@ class QueueCore(Generic[R]):
         if is_plain(rec):  # a plain work (untraced queues only)
             self.turn_holder = rec
             return rec
-        resume = rec.phase == REQUEUED
-        rec.phase = RUNNING
+        resume = rec._phase == REQUEUED
+        rec._phase = RUNNING
         self.turn_holder = rec
         observer = config.observer
         if observer is not None:
             observer(self.name, "take_next", {
-                "work": rec.wid, "pos": rec.seq, "source": SOURCE_NAMES[source],
+                "work": rec._wid, "pos": rec._seq, "source": SOURCE_NAMES[source],
                 "resume": resume, "streak": self.streak, "now": now,
             })
         return rec
@@ -719,18 +766,18 @@ class QueueCore(Generic[R]):
         self._release(rec)
         observer = self.config.observer
         if observer is not None:
-            observer(self.name, "finish", {"work": rec.wid, "outcome": OUTCOME_NAMES[outcome]})
+            observer(self.name, "finish", {"work": rec._wid, "outcome": OUTCOME_NAMES[outcome]})
 
     def _release(self, rec: R) -> None:
-        rec.phase = DONE
-        if rec.zombie:
+        rec._phase = DONE
+        if rec._zombie:
             self.zombies -= 1  # a finished zombie leaves the scope (SD-2)
-        if rec.lane == LIFECYCLE_LANE:
+        if rec._lane == LIFECYCLE_LANE:
             self.life_count -= 1
-            self.life_bytes -= rec.nbytes
+            self.life_bytes -= rec._nbytes
         else:
             self.app_count -= 1
-            self.app_bytes -= rec.nbytes
+            self.app_bytes -= rec._nbytes
 
     # ------------------------------------------------------------- plain lane
     def admit_plain(self, work: object) -> bool:
@@ -830,14 +877,14 @@ class QueueCore(Generic[R]):
                 rec = item
             else:
                 rec = make(item)
-                rec.wid = seq
-                rec.lane = APPLICATION_LANE
-                rec.barrier = rec.zombie = False
-                rec.nbytes = fixed
-                rec.phase = QUEUED
-                rec.resumes = 0
+                rec._wid = seq
+                rec._lane = APPLICATION_LANE
+                rec._barrier = rec._zombie = False
+                rec._nbytes = fixed
+                rec._phase = QUEUED
+                rec._resumes = 0
                 promoted += 1
-            rec.seq = seq
+            rec._seq = seq
             line.append(cast(R, rec))
         self.app = line
         return promoted
@@ -852,12 +899,12 @@ class QueueCore(Generic[R]):
         rec = make(cur)
         seq = self.next_seq
         self.next_seq = seq + 1
-        rec.wid = rec.seq = seq
-        rec.lane = APPLICATION_LANE
-        rec.barrier = rec.zombie = False
-        rec.nbytes = self.config.fixed_reservation
-        rec.phase = RUNNING
-        rec.resumes = 0
+        rec._wid = rec._seq = seq
+        rec._lane = APPLICATION_LANE
+        rec._barrier = rec._zombie = False
+        rec._nbytes = self.config.fixed_reservation
+        rec._phase = RUNNING
+        rec._resumes = 0
         self.turn_holder = rec
         return rec
 
@@ -885,13 +932,13 @@ class QueueCore(Generic[R]):
             # The shell checks first and raises the caller's error; a second line here.
             raise ZLinkProtocolError("yield_turn", "SE-4.1", "this owner offers no Yield")
         self.turn_holder = None
-        rec.phase = SUSPENDED
+        rec._phase = SUSPENDED
         if self.suspended is None:
             self.suspended = set()
         self.suspended.add(rec)
         observer = self.config.observer
         if observer is not None:
-            observer(self.name, "yield_turn", {"work": rec.wid})
+            observer(self.name, "yield_turn", {"work": rec._wid})
 
     def _unsuspend(self, rec: R) -> None:
         suspended = self.suspended
@@ -904,15 +951,15 @@ class QueueCore(Generic[R]):
         """A suspended work queues its resume permit (SE-6.7, decision D-1): a fresh
         sequence number at the tail of its own lane, no capacity check, no new
         reservation. Returns True when the caller must post a drain."""
-        if rec.phase != SUSPENDED:
+        if rec._phase != SUSPENDED:
             raise ZLinkProtocolError("requeue", "SE-6.7", f"work {_wid(rec)} is not suspended")
         self._unsuspend(rec)
         seq = self.next_seq
         self.next_seq = seq + 1
-        rec.seq = seq
-        rec.phase = REQUEUED
-        rec.resumes += 1
-        if rec.lane == LIFECYCLE_LANE:
+        rec._seq = seq
+        rec._phase = REQUEUED
+        rec._resumes += 1
+        if rec._lane == LIFECYCLE_LANE:
             if self.life is None:
                 self.life = deque()
             self.life.append(rec)
@@ -925,17 +972,17 @@ class QueueCore(Generic[R]):
             self.drain_scheduled = True
         observer = self.config.observer
         if observer is not None:
-            observer(self.name, "requeue", {"work": rec.wid, "pos": seq, "wake": wake})
+            observer(self.name, "requeue", {"work": rec._wid, "pos": seq, "wake": wake})
         return wake
 
     def cancel(self, rec: R) -> None:
         """End a live work that does not hold the turn: queued, suspended or requeued
         (disposal). Its reservation is released; a queued one never starts."""
-        phase = rec.phase
+        phase = rec._phase
         if phase in (QUEUED, REQUEUED):
-            if rec.barrier and phase == QUEUED:
+            if rec._barrier and phase == QUEUED:
                 source = Source.BARRIER
-            elif rec.lane == LIFECYCLE_LANE:
+            elif rec._lane == LIFECYCLE_LANE:
                 source = Source.LIFECYCLE
             else:
                 source = Source.APPLICATION
@@ -959,7 +1006,7 @@ class QueueCore(Generic[R]):
         self._release(rec)
         observer = self.config.observer
         if observer is not None:
-            observer(self.name, "cancel", {"work": rec.wid, "phase": PHASE_NAMES[phase]})
+            observer(self.name, "cancel", {"work": rec._wid, "phase": PHASE_NAMES[phase]})
 
     def end_slice(self, now: float) -> None:
         """The time budget is used (SE-6.4): leave the drain; if work is ready, schedule
@@ -1007,9 +1054,9 @@ class QueueCore(Generic[R]):
         self._require_records("dispose_safely")
         self.closed = True
         self.mode = MODE_SAFELY
-        marked = [rec for rec in self.live_records() if not rec.zombie]
+        marked = [rec for rec in self.live_records() if not rec._zombie]
         for rec in marked:
-            rec.zombie = True
+            rec._zombie = True
         self.zombies += len(marked)
         observer = self.config.observer
         if observer is not None:
@@ -1038,9 +1085,9 @@ class QueueCore(Generic[R]):
         was marked now (a zombie stays one; a work that ended is left alone)."""
         if self.mode != MODE_CANCELLED:
             raise ZLinkProtocolError("survive_cancel", "SD-1", "the scope was not cancelled")
-        if rec.zombie or rec not in self.live_records():
+        if rec._zombie or rec not in self.live_records():
             return False
-        rec.zombie = True
+        rec._zombie = True
         self.zombies += 1
         observer = self.config.observer
         if observer is not None:
@@ -1076,7 +1123,7 @@ class QueueCore(Generic[R]):
         ended = []
         for source in (Source.BARRIER, Source.LIFECYCLE, Source.APPLICATION):
             for rec in self.line(source):
-                if rec.phase == QUEUED:
+                if rec._phase == QUEUED:
                     self.cancel(rec)
                     ended.append(rec)
         return ended, self.live_records()

@@ -496,6 +496,54 @@ async def flood(size: Size, rnd: random.Random) -> Counts:
     return total
 
 
+CORE_FIELDS = ("lane", "nbytes", "phase", "zombie", "seq", "wid", "barrier", "resumes")
+
+
+async def handle_writes(size: Size, rnd: random.Random) -> Counts:
+    """Every handle, queued, running or yielded, is written to through each of the
+    core's field names: each write must be refused with ``AttributeError`` and change
+    nothing, so the books still balance and quiescence is still reached on the loop
+    (SE-6.3, D-23)."""
+    total = Counts("writes to handles' core fields")
+    for _rep, kind in _rounds(total, size.rounds):
+        ledger = Ledger(total.scenario)
+        owner = _owner(kind, ledger)
+
+        def make(n: int) -> Callable[[], Any]:
+            async def work() -> int:
+                if n % 3:
+                    await yield_framework_call(asyncio.sleep(0))
+                return n
+            return work
+
+        for n in range(size.works):
+            ledger.submit(_entry(owner, n, make(n)))
+            if rnd.random() < 0.2:
+                await asyncio.sleep(0)
+            for i, h in enumerate(ledger.handles):
+                field = rnd.choice(CORE_FIELDS)
+                seen = getattr(h, field)
+                where = f"{kind} handle {i}: {field}"
+                try:
+                    setattr(h, field, rnd.choice((True, 1, 10**6, -1)))
+                except AttributeError:
+                    continue
+                except BaseException as exc:
+                    total.violations.append(f"{where}: a write raised untyped {exc!r}")
+                else:
+                    total.violations.append(f"{where}: a write was accepted")
+                # Put the value back, so a broken runtime is reported instead of
+                # left with counts that would hold its waits for ever.
+                with contextlib.suppress(AttributeError):
+                    setattr(h, field, seen)
+        total.add(await ledger.settle([owner]))
+        try:
+            await asyncio.wait_for(owner.await_quiescence(), size.settle_s)
+        except TimeoutError:
+            total.violations.append("await_quiescence did not end after every work ended")
+    return total
+
+
 async def threads_racing_close_and_dispose(size: Size, rnd: random.Random) -> Counts:
     """``size.threads`` OS threads submitting through every entry while two more threads
     call ``close()`` and ``dispose()`` and the loop runs the works (some of which
@@ -562,6 +610,7 @@ SCENARIOS: tuple[tuple[str, Scenario], ...] = (
     ("disposal_modes", disposal_modes),
     ("flood", flood),
     ("threads", threads_racing_close_and_dispose),
+    ("handle_writes", handle_writes),
 )
 
 

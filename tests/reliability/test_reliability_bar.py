@@ -66,6 +66,11 @@ def test_SE_6_3_submissions_from_8_threads_racing_close_and_dispose() -> None:
     assert counts.rejected["closed"] > 0
 
 
+def test_SE_6_3_writes_through_handles_never_reach_the_books() -> None:
+    counts = _held("handle_writes")
+    assert counts.outcomes == {"completed": counts.accepted}
+
+
 TINY = Size(rounds=1, works=12, flood=100, threads=2, per_thread=4, settle_s=0.5)
 
 

@@ -253,7 +253,7 @@ def corrupt(field: str) -> Callable[[QueueCore], None]:
         elif field == "streak":
             core.streak = core.config.burst_limit + 1
         elif field == "phase":
-            next(iter(core.suspended_records())).phase = 1  # RUNNING, off the turn
+            next(iter(core.suspended_records()))._phase = 1  # RUNNING, off the turn
         elif field == "wakeup":
             core.drain_scheduled = core.draining = False
         elif field == "capacity":
@@ -263,7 +263,7 @@ def corrupt(field: str) -> Callable[[QueueCore], None]:
         elif field == "active":
             core.zombies += 1
         elif field == "zombie_flag":
-            next(iter(core.suspended_records())).zombie = True
+            next(iter(core.suspended_records()))._zombie = True
     return apply
 
 
@@ -306,14 +306,14 @@ def _dropped(core: QueueCore) -> None:
 
 def _unexplained_zombie(core: QueueCore) -> None:
     """The core holds a zombie the trace never made."""
-    next(iter(core.suspended_records())).zombie = True
+    next(iter(core.suspended_records()))._zombie = True
     core.zombies = 1
 
 
 def _other_reservation(core: QueueCore) -> None:
     """A work's reservation differs from what its admission reported."""
     assert core.app is not None
-    core.app[0].nbytes = 5
+    core.app[0]._nbytes = 5
 
 
 @pytest.mark.parametrize(("name", "damage"), [
@@ -366,7 +366,7 @@ def _gate_skipped(v: inv.SpotWideView) -> None:
 
 def _payload_twice(v: inv.SpotWideView) -> None:
     turn = next(r for r in v.spot.live_records() if r.wid in v.turn_of)
-    turn.nbytes += 2
+    turn._nbytes += 2
     v.spot.app_bytes += 2
 
 

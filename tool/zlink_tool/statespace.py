@@ -271,6 +271,14 @@ class _Rec(WorkRecord):
         super().__init__()
         self.mid = mid
 
+    def place(self, wid: int, seq: int, lane: int, barrier: bool, nbytes: int, phase: int,
+              resumes: int) -> None:
+        """Set the core's fields as an image of the model says they are. The fields are
+        read-only through their public names (SE-6.3), so a record of this class sets
+        its own slots, as the core would have at insertion and since."""
+        self._wid, self._seq, self._lane, self._barrier = wid, seq, lane, barrier
+        self._nbytes, self._phase, self._resumes, self._zombie = nbytes, phase, resumes, False
+
 
 _LIVE: Final = ("queued", "running", "suspended", "requeued")
 _PHASE_CODE: Final = {"queued": QUEUED, "running": RUNNING, "suspended": SUSPENDED,
@@ -337,14 +345,10 @@ def concretize(state: State, bounds: SerialQueueBounds, config: QueueConfig
             continue
         rec = recs[w] = _Rec(w)
         lane = bounds.lane[w]
-        rec.wid = state.wid[w - 1]
-        rec.seq = state.seq[w - 1]
-        rec.lane = LIFECYCLE_LANE if lane == "life" else APPLICATION_LANE
-        rec.barrier = lane == "barrier"
-        rec.nbytes = bounds.payload[w] + bounds.fixed_cost
-        rec.phase = _PHASE_CODE[phase]
-        rec.resumes = state.resumes[w - 1]
-        rec.zombie = False
+        rec.place(state.wid[w - 1], state.seq[w - 1],
+                  LIFECYCLE_LANE if lane == "life" else APPLICATION_LANE, lane == "barrier",
+                  bounds.payload[w] + bounds.fixed_cost, _PHASE_CODE[phase],
+                  state.resumes[w - 1])
     if state.app:
         core.app = deque(recs[w] for w in state.app)
     if state.life:

@@ -35,9 +35,13 @@ __all__ = [
 class TurnRecord(Protocol):
     """What the turn context reads of a work's record (a ``ZLinkWorkHandle``)."""
 
-    wid: int
-    phase: int
     _task: Any  # the task driving it, once it is an async work
+
+    @property
+    def wid(self) -> int: ...
+
+    @property
+    def phase(self) -> int: ...
 
     @property
     def _gates(self) -> tuple[object, ...]: ...

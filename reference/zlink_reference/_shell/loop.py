@@ -228,6 +228,11 @@ class QueueRuntime:
         The shared runtime of default queues answers with a private copy instead."""
         return self
 
+    async def next_turn(self) -> None:
+        """Give the loop one turn. A wait that goes round again awaits this first, so no
+        wait of the runtime holds the loop, whatever the counts it reads say (SE-6.3)."""
+        await asyncio.sleep(0)
+
     async def wait_on_loop(self, make: Callable[[], Awaitable[T]]) -> T:
         """Await ``make()`` on the owner's loop from a coroutine running on another
         loop (another thread), and deliver its outcome here (D-24). Cancelling the

@@ -143,6 +143,11 @@ class Coordinator(ScopeMixin):
                 return
             for q in busy:
                 await q.await_quiescence()
+            # A queue's wait ends once its live count is zero; should its core still
+            # not be idle (counts that disagree), going round at once would hold the
+            # loop for ever. Give the loop a turn first, so a timeout around this wait
+            # and every other owner still run.
+            await self._rt.next_turn()
 
     def _forget_idle_closed(self) -> None:
         self._made = [q for q in self._made if not (q.closed and queue_core(q).is_idle())]

@@ -214,7 +214,7 @@ def _failed_call_resumes_in_application_lane() -> None:
     def patched_requeue(self: QueueCore[Any], rec: WorkRecord) -> bool:
         if id(rec) in failing and rec.lane == LIFECYCLE_LANE:
             failing.discard(id(rec))
-            rec.lane = rules.APPLICATION_LANE  # bug: the lane of a plain work
+            rec._lane = rules.APPLICATION_LANE  # bug: the lane of a plain work
             self.life_count -= 1
             self.life_bytes -= rec.nbytes
             self.app_count += 1

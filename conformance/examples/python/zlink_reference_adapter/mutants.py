@@ -91,7 +91,7 @@ def _resume_skips_requeue() -> None:
         result = await fut
         # Bug: take the turn back directly instead of queueing a resume permit.
         self._core.suspended.discard(rec)
-        rec.phase = core_queue.RUNNING
+        rec._phase = core_queue.RUNNING
         return result
 
     ZLinkSerialExecutionQueue._yield = patched_yield  # type: ignore[method-assign]
@@ -311,7 +311,7 @@ def _payload_reserved_twice() -> None:
         holder = thread_state().turn.sync
         payload = holder.nbytes - self.config.fixed_reservation if holder is not None else 0
         wake = original(self, rec)
-        rec.nbytes += payload
+        rec._nbytes += payload
         self.app_bytes += payload
         return wake
 
@@ -438,7 +438,7 @@ def _dispose_safely_counts_zombies() -> None:
         marked = original(self)
         self.zombies -= len(marked)  # bug: the active count does not drop
         for rec in marked:
-            rec.zombie = False
+            rec._zombie = False
         return marked
 
     QueueCore.dispose_safely = patched  # type: ignore[method-assign]
@@ -475,7 +475,7 @@ def _cancel_off_turn() -> None:
             self._core.suspended.discard(rec)  # bug: no requeue, no turn
             self._core._release(rec)
             raise
-        rec.phase = core_queue.SUSPENDED
+        rec._phase = core_queue.SUSPENDED
         self._core.suspended = self._core.suspended or set()
         self._core.suspended.add(rec)
         permit = self._rt.loop.create_future()
