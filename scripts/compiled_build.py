@@ -1,0 +1,127 @@
+"""A trial build of the shell with mypyc, beside ``./dev compiled`` (which compiles the
+model core only): copy the model and the reference into a build directory, adapt the
+copy where mypyc needs it, and compile the model core and the shell rooms listed in
+``COMPILED`` there. The sources stay as they are; every adaptation below is checked to
+apply (a source that drifted fails the build with the edit that no longer fits).
+
+    .venv/bin/python scripts/compiled_build.py /tmp/zlink-shell-build .venv/bin/mypyc
+    PYTHONPATH=/tmp/zlink-shell-build .venv/bin/python -m pytest tests/shell
+
+Not wired into ``./dev compiled`` or CI yet: with these modules compiled the build takes
+about 50 s and 409 of the compiled job's 411 tests pass; the idle default queue takes
+264 B, over the 256 B bound, and one test patches ``QueueCore.admit_plain``, which the
+compiled queue calls directly (docs/performance.md, "Compiling the shell").
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+COMPILED = [
+    "zlink_model/queue.py",
+    "zlink_model/rules.py",
+    *(f"zlink_reference/_shell/{room}.py"
+      for room in ("checks", "context", "handle", "scope", "drain", "drive", "queue")),
+    # The coordinators' base: interpreted classes may not inherit from a compiled trait.
+    "zlink_reference/coordinators/_base.py",
+]
+
+IMPORT = "from __future__ import annotations\n"
+MYPYC = IMPORT + "from mypy_extensions import mypyc_attr, trait\n"
+
+# (file, old, new, count): count is how many times old must occur (0: at least once).
+EDITS: list[tuple[str, str, str, int]] = [
+    # Shells and checkers subclass WorkRecord: the compiled class must allow it.
+    ("zlink_model/queue.py", IMPORT, MYPYC, 1),
+    ("zlink_model/queue.py", "\nclass WorkRecord:",
+     "\n@mypyc_attr(allow_interpreted_subclasses=True)\nclass WorkRecord:", 1),
+    # The scope surface is a second base of the queue (mypyc allows that for traits
+    # only) and the base of the interpreted coordinators.
+    ("zlink_reference/_shell/scope.py", IMPORT, MYPYC, 1),
+    ("zlink_reference/_shell/scope.py", "\nclass ScopeMixin:",
+     "\n@trait\n@mypyc_attr(allow_interpreted_subclasses=True)\nclass ScopeMixin:", 1),
+    # A class body may not hold an ``if``; the name is the host's, read dynamically.
+    ("zlink_reference/_shell/scope.py",
+     "    if TYPE_CHECKING:\n        @property\n        def name(self) -> str: ...\n", "", 1),
+    ("zlink_reference/_shell/scope.py", "self.name", "getattr(self, 'name')", 0),
+    ("zlink_reference/coordinators/_base.py", IMPORT, MYPYC, 1),
+    ("zlink_reference/coordinators/_base.py", "\nclass Coordinator(ScopeMixin):",
+     "\n@mypyc_attr(allow_interpreted_subclasses=True)\nclass Coordinator(ScopeMixin):", 1),
+    # Bad input must meet the entries' own typed errors (SE-6.2, SD-1), not the
+    # compiled argument check: these parameters are checked by the code itself.
+    ("zlink_reference/_shell/queue.py", "payload_bytes: int)", "payload_bytes: Any)", 2),
+    ("zlink_reference/_shell/scope.py", "timeout_ms: float)", "timeout_ms: Any)", 0),
+    # A native class has no __slots__ to read.
+    ("zlink_reference/_shell/queue.py", "for k in self.__slots__)",
+     "for k in _STATISTICS_FIELDS)", 1),
+    # The drain hands plain works (callables) where its annotations say handle, and
+    # compiled code checks annotations at run time.
+    ("zlink_reference/_shell/drain.py", ": ZLinkWorkHandle[Any]", ": Any", 0),
+    # mypy keeps ``aux.waiters`` narrowed to a list across the ``yield from``; compiled,
+    # the read in ``finally`` is then checked as a list although _settle set it to None.
+    ("zlink_reference/_shell/handle.py",
+     "                if aux.waiters is not None and fut in aux.waiters:\n"
+     "                    aux.waiters.remove(fut)",
+     "                waiting: Any = getattr(aux, 'waiters')\n"
+     "                if waiting is not None and fut in waiting:\n"
+     "                    waiting.remove(fut)", 1),
+    ("zlink_reference/_shell/drain.py",
+     "if not isinstance(rec, WorkRecord):", "if not isinstance(rec, ZLinkWorkHandle):", 2),
+]
+
+
+# drive's two ``types.coroutine`` generators: compiled, a generator is no iterable
+# coroutine (``yield from`` a coroutine fails), so they move to an interpreted module.
+GENERATORS_START = "@types.coroutine\ndef _post_from_drive("
+GENERATORS_END = "        yield steps\n"
+
+
+def split_generators(build: Path) -> None:
+    """Move drive's generators into ``_shell/_drive_generators.py`` (interpreted)."""
+    drive = build / "zlink_reference" / "_shell" / "drive.py"
+    text = drive.read_text()
+    start = text.index(GENERATORS_START)
+    end = text.rindex(GENERATORS_END) + len(GENERATORS_END)
+    head = text[:text.index("\n\n", text.index("from .scope import"))]
+    moved = head + "\n\nfrom .drive import _FAILED, _DriveSignal, _Steps\n\n\n" + text[start:end]
+    (drive.parent / "_drive_generators.py").write_text(moved)
+    drive.write_text(text[:start] + text[end:]
+                     + "\n\nfrom ._drive_generators import _post_from_drive, _runner  # noqa\n")
+
+
+def main() -> int:
+    here = Path(__file__).resolve().parent.parent
+    build = Path(sys.argv[1])
+    mypyc = str(Path(sys.argv[2]).resolve())
+    shutil.rmtree(build, ignore_errors=True)
+    build.mkdir(parents=True)
+    shutil.copytree(here / "model" / "zlink_model", build / "zlink_model")
+    shutil.copytree(here / "reference" / "zlink_reference", build / "zlink_reference")
+    for rel, old, new, count in EDITS:
+        path = build / rel
+        text = path.read_text()
+        found = text.count(old)
+        if found == 0 or (count and found != count):
+            print(f"[dev] compiled build: {rel} has {found} of {old!r} (expected "
+                  f"{count or 'some'}); the edit for mypyc no longer fits", file=sys.stderr)
+            return 1
+        path.write_text(text.replace(old, new))
+    split_generators(build)
+    queue = build / "zlink_reference" / "_shell" / "queue.py"
+    text = queue.read_text()
+    fields = text[text.index("    __slots__ = (", text.index("class QueueStatistics")):]
+    fields = fields[len("    __slots__ = "):fields.index(")") + 1]
+    queue.write_text(text + f"\n\n_STATISTICS_FIELDS = {fields}\n")
+    with open(build / "mypyc.log", "w") as log:
+        done = subprocess.run([mypyc, *COMPILED], cwd=build, stdout=log, stderr=log)
+    if done.returncode != 0:
+        sys.stderr.write((build / "mypyc.log").read_text())
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
