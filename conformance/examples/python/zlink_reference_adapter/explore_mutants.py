@@ -10,26 +10,16 @@ on by name like any other mutant (``ZLINK_MUTANT_NAME``).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from zlink_model import queue as core_queue
 from zlink_model import rules
 from zlink_model.queue import QueueCore, WorkRecord
 from zlink_model.rules import LIFECYCLE_LANE
-from zlink_reference_adapter.mutants import Mutant
+from zlink_reference_adapter.mutants import Mutant, registrar
 
 CATALOGUE: dict[str, Mutant] = {}
-
-
-def mutant(name: str, rule: str, invariant: str, description: str) -> Callable[
-    [Callable[[], None]], Callable[[], None]
-]:
-    def register(fn: Callable[[], None]) -> Callable[[], None]:
-        CATALOGUE[name] = Mutant(name, rule, invariant, description, fn)
-        return fn
-
-    return register
+mutant = registrar(CATALOGUE)
 
 
 def apply(name: str) -> Mutant:

@@ -30,17 +30,26 @@ class Mutant:
     apply: Callable[[], None]
 
 
+Registrar = Callable[[str, str, str, str], Callable[[Callable[[], None]], Callable[[], None]]]
+
+
+def registrar(catalogue: dict[str, Mutant]) -> Registrar:
+    """The ``@mutant(name, rule, invariant, description)`` decorator of one catalogue (this
+    one, and the catalogue of mutants only explore kills)."""
+    def mutant(name: str, rule: str, invariant: str, description: str) -> Callable[
+        [Callable[[], None]], Callable[[], None]
+    ]:
+        def register(fn: Callable[[], None]) -> Callable[[], None]:
+            catalogue[name] = Mutant(name, rule, invariant, description, fn)
+            return fn
+
+        return register
+
+    return mutant
+
+
 CATALOGUE: dict[str, Mutant] = {}
-
-
-def mutant(name: str, rule: str, invariant: str, description: str) -> Callable[
-    [Callable[[], None]], Callable[[], None]
-]:
-    def register(fn: Callable[[], None]) -> Callable[[], None]:
-        CATALOGUE[name] = Mutant(name, rule, invariant, description, fn)
-        return fn
-
-    return register
+mutant = registrar(CATALOGUE)
 
 
 def apply(name: str) -> Mutant:
