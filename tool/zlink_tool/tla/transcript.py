@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from zlink_conformance.protocol.routing import Submission, TargetInfo, submissions
+from zlink_conformance.protocol.wire import CLOSE_COMMAND, DISPOSE_COMMAND
 from zlink_model.policy import ZLinkExecutionLanePolicy
 from zlink_model.vocabulary import (
     ADMIT,
@@ -180,7 +181,7 @@ def queue_transcripts(entries: Sequence[tuple[str, Mapping[str, Any]]]) -> list[
                 if call in pending:  # the call returns from here on, not before
                     q, index = pending.pop(call)
                     q.steps[index] = dataclasses.replace(q.steps[index], ret=len(q.steps))
-            elif cmd in ("close", "dispose", "runtime_end"):
+            elif cmd in (CLOSE_COMMAND, DISPOSE_COMMAND, "runtime_end"):
                 # A disposal closes too; whatever else it does shows as events of
                 # Disposal.tla (cancelled, zombie), which leave the queue unchecked.
                 names = set(targets) if cmd == "runtime_end" else {str(msg.get("target"))}
