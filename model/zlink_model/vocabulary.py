@@ -233,7 +233,7 @@ class UnhandledEventError(LookupError):
 
 
 def dispatch_table(where: str, handlers: Mapping[str, _H], *, skip: Iterable[str] = (),
-                   events: Iterable[str] = EVENTS) -> dict[str, _H]:
+                   events: Iterable[str] | None = None) -> dict[str, _H]:
     """``handlers`` as a dispatch table by event name, checked against the vocabulary.
 
     Every event of ``events`` (every core event, unless a consumer works on fewer) must
@@ -242,7 +242,7 @@ def dispatch_table(where: str, handlers: Mapping[str, _H], *, skip: Iterable[str
     naming ``where`` (the consumer) and the events at fault. So a transition added to
     the table without a handler in each consumer fails loudly where the consumer is
     built, and a consumer never dispatches on a name of its own."""
-    known = tuple(events)
+    known = EVENTS if events is None else tuple(events)
     skipped = set(skip)
     missing = [e for e in known if e not in handlers and e not in skipped]
     unknown = sorted((set(handlers) | skipped) - set(known))
