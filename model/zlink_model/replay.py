@@ -220,16 +220,18 @@ class QueueReplayer:
         return None
 
     def _step(self, ev: TraceEvent, world: QueueWorld) -> None:
-        got = (ev.event, ev.fields)  # compared, never changed
+        name = ev.event
+        got = (name, ev.fields)  # compared, never changed
         if world.pending:
             want = world.pending.pop(0)
             if want != got:
                 raise _MismatchError("the model's step emits another event here",
                                 {"event": want[0], **want[1]})
             return
-        drive = _DRIVERS.get(ev.event)
-        if drive is None:
-            raise _MismatchError(f"no transition is named {ev.event!r}")
+        try:
+            drive = _DRIVERS[name]
+        except KeyError:
+            raise _MismatchError(f"no transition is named {name!r}") from None
         emitted = self._emitted
         emitted.clear()
         try:
