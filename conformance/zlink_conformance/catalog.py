@@ -22,11 +22,13 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Final
 
+from zlink_model.vocabulary import DISPOSE_AFTER_TIMEOUT
+
 from .oracle.checks import KIND_REASONS, KIND_RULES, Check, parse_check
 from .oracle.invariants import WorkInfo
 from .protocol.commands import command_problems
 from .protocol.routing import TargetInfo, route
-from .protocol.wire import CAPABILITIES
+from .protocol.wire import CAPABILITIES, DISPOSE_COMMAND
 
 __all__ = [
     "CASE_ID_PATTERN",
@@ -377,7 +379,7 @@ class _Builder:
                                      f"target")
             name = "await_quiescence"
         needs = {"advance": "virtual_clock", "register": "snapshots",
-                 "update_registration": "snapshots", "dispose": "disposal",
+                 "update_registration": "snapshots", DISPOSE_COMMAND: "disposal",
                  "as_not_safely": "disposal", "await": "disposal",
                  "runtime_end": "runtime_end", "statistics": "statistics",
                  "zombies": "zombie_listing"}
@@ -390,7 +392,7 @@ class _Builder:
             if waiter in self.waiters:
                 self.problems.append(f"{where}: waiter {waiter!r} is used twice")
             self.waiters.add(waiter)
-        if name == "dispose" and msg.get("mode") == "dispose_after_timeout" \
+        if name == DISPOSE_COMMAND and msg.get("mode") == DISPOSE_AFTER_TIMEOUT \
                 and "timeout_ms" not in msg:
             self.problems.append(f"{where}: dispose_after_timeout needs timeout_ms")
 

@@ -57,6 +57,26 @@ from .queue import (
 )
 from .rules import LIFECYCLE_LANE, Source, reservation_bytes
 from .trace import TraceEvent
+from .vocabulary import (
+    ADMIT,
+    CANCEL,
+    CLOSE,
+    DISPOSE,
+    DISPOSE_AFTER_TIMEOUT,
+    DISPOSE_SAFELY,
+    END_SLICE,
+    ENTER_DRAIN,
+    EXIT_DRAIN,
+    EXPIRE_TIMEOUT,
+    FINISH,
+    REJECT,
+    REQUEUE,
+    SURVIVE_CANCEL,
+    TAKE_NEXT,
+    TRANSFER,
+    YIELD_TURN,
+    dispatch_table,
+)
 
 __all__ = [
     "INVARIANTS",
@@ -723,25 +743,28 @@ class TraceImage:
         w.zombie = True
 
 
-_HANDLERS: Final[dict[str, Callable[[TraceImage, TraceEvent], None]]] = {
-    "admit": TraceImage._admit,
-    "transfer": TraceImage._transfer,
-    "reject": TraceImage._reject,
-    "enter_drain": TraceImage._enter_drain,
-    "take_next": TraceImage._take_next,
-    "finish": TraceImage._finish,
-    "yield_turn": TraceImage._yield_turn,
-    "requeue": TraceImage._requeue,
-    "cancel": TraceImage._cancel,
-    "end_slice": TraceImage._end_slice,
-    "exit_drain": TraceImage._exit_drain,
-    "close": TraceImage._close,
-    "dispose": TraceImage._dispose,
-    "dispose_safely": TraceImage._dispose_safely,
-    "dispose_after_timeout": TraceImage._dispose_after_timeout,
-    "survive_cancel": TraceImage._survive_cancel,
-    "expire_timeout": TraceImage._expire_timeout,
-}
+# What each event does to the image; a transition added to the vocabulary without an
+# entry here stops this module loading (``dispatch_table``).
+_HANDLERS: Final[dict[str, Callable[[TraceImage, TraceEvent], None]]] = dispatch_table(
+    "zlink_model.invariants", {
+        ADMIT: TraceImage._admit,
+        TRANSFER: TraceImage._transfer,
+        REJECT: TraceImage._reject,
+        ENTER_DRAIN: TraceImage._enter_drain,
+        TAKE_NEXT: TraceImage._take_next,
+        FINISH: TraceImage._finish,
+        YIELD_TURN: TraceImage._yield_turn,
+        REQUEUE: TraceImage._requeue,
+        CANCEL: TraceImage._cancel,
+        END_SLICE: TraceImage._end_slice,
+        EXIT_DRAIN: TraceImage._exit_drain,
+        CLOSE: TraceImage._close,
+        DISPOSE: TraceImage._dispose,
+        DISPOSE_SAFELY: TraceImage._dispose_safely,
+        DISPOSE_AFTER_TIMEOUT: TraceImage._dispose_after_timeout,
+        SURVIVE_CANCEL: TraceImage._survive_cancel,
+        EXPIRE_TIMEOUT: TraceImage._expire_timeout,
+    })
 
 
 def _agreement(core: QueueCore[Any], image: TraceImage) -> list[Violation]:

@@ -91,7 +91,29 @@ from .rules import (
     select_next,
     slice_expired,
 )
-from .vocabulary import DRAIN_TRANSITIONS, OUTCOMES, PHASES, WORK_TRANSITIONS
+from .vocabulary import (
+    ADMIT,
+    CANCEL,
+    CLOSE,
+    DISPOSE,
+    DISPOSE_AFTER_TIMEOUT,
+    DISPOSE_SAFELY,
+    DRAIN_TRANSITIONS,
+    END_SLICE,
+    ENTER_DRAIN,
+    EXIT_DRAIN,
+    EXPIRE_TIMEOUT,
+    FINISH,
+    OUTCOMES,
+    PHASES,
+    REJECT,
+    REQUEUE,
+    SURVIVE_CANCEL,
+    TAKE_NEXT,
+    TRANSFER,
+    WORK_TRANSITIONS,
+    YIELD_TURN,
+)
 from .vocabulary import EVENTS as VOCABULARY_EVENTS
 
 __all__ = [
@@ -609,7 +631,7 @@ class QueueCore(Generic[R]):
             self.drain_scheduled = True
         observer = config.observer
         if observer is not None:
-            observer(self.name, "admit" if judged else "transfer", {
+            observer(self.name, ADMIT if judged else TRANSFER, {
                 "work": seq, "pos": seq, "lane": LANE_NAMES[lane], "barrier": barrier,
                 "bytes": nbytes, "wake": wake,
             })
@@ -627,10 +649,10 @@ class QueueCore(Generic[R]):
             config.life_byte_cap if lifecycle else config.app_byte_cap,
         )
         if verdict is None:  # pragma: no cover - the property test keeps this unreachable
-            raise ZLinkProtocolError("admit", "SE-6.3", "admission rules disagree")
+            raise ZLinkProtocolError(ADMIT, "SE-6.3", "admission rules disagree")
         observer = config.observer
         if observer is not None:
-            observer(self.name, "reject", {
+            observer(self.name, REJECT, {
                 "lane": LANE_NAMES[lane], "barrier": barrier, "bytes": nbytes,
                 "reason": verdict.value,
             })
@@ -642,14 +664,14 @@ class QueueCore(Generic[R]):
         """The posted drain starts a slice (SE-6.6: enter the drain gate)."""
         if not self.drain_scheduled or self.draining:
             raise ZLinkProtocolError(
-                "enter_drain", "SE-6.5", "no drain is scheduled or one is already draining"
+                ENTER_DRAIN, "SE-6.5", "no drain is scheduled or one is already draining"
             )
         self.drain_scheduled = False
         self.draining = True
         self.slice_started_at = now
         observer = self.config.observer
         if observer is not None:
-            observer(self.name, "enter_drain", {"now": now})
+            observer(self.name, ENTER_DRAIN, {"now": now})
 
     def next_step(
         self, now: float, prev: Any = None, outcome: int = COMPLETED
@@ -695,7 +717,7 @@ class QueueCore(Generic[R]):
             self.turn_holder = rec
             observer = config.observer
             if observer is not None:
-                observer(self.name, "take_next", {
+                observer(self.name, TAKE_NEXT, {
                     "work": rec._wid, "pos": rec._seq, "source": "application",
                     "resume": resume, "streak": 0, "now": now,
                 })
@@ -714,10 +736,10 @@ class QueueCore(Generic[R]):
         # take_next, which may also give the turn to a plain work (``next_step`` on an
         # untraced queue): typed Any so that a compiled core does not check for a record.
         if not self.draining or self.turn_holder is not None:
-            raise ZLinkProtocolError("take_next", "SE-6.6", "not draining, or a turn is held")
+            raise ZLinkProtocolError(TAKE_NEXT, "SE-6.6", "not draining, or a turn is held")
         config = self.config
         if slice_expired(now, self.slice_started_at, config.budget):
-            raise ZLinkProtocolError("take_next", "SE-6.4", "the slice's time budget is used")
+            raise ZLinkProtocolError(TAKE_NEXT, "SE-6.4", "the slice's time budget is used")
         app: deque[Any] | None = self.app  # Any: it may hold plain works
         life, barrier = self.life, self.barrier
         source, self.streak = select_next(
@@ -741,7 +763,7 @@ class QueueCore(Generic[R]):
             if not barrier:
                 self.barrier = None
         else:
-            raise ZLinkProtocolError("take_next", "SE-6.6", "nothing is ready")
+            raise ZLinkProtocolError(TAKE_NEXT, "SE-6.6", "nothing is ready")
         if is_plain(rec):  # a plain work (untraced queues only)
             self.turn_holder = rec
             return rec
@@ -750,7 +772,7 @@ class QueueCore(Generic[R]):
         self.turn_holder = rec
         observer = config.observer
         if observer is not None:
-            observer(self.name, "take_next", {
+            observer(self.name, TAKE_NEXT, {
                 "work": rec._wid, "pos": rec._seq, "source": SOURCE_NAMES[source],
                 "resume": resume, "streak": self.streak, "now": now,
             })
@@ -760,13 +782,13 @@ class QueueCore(Generic[R]):
         """The turn holder ended; release its reservation (SE-5.2)."""
         if self.turn_holder is not rec:
             raise ZLinkProtocolError(
-                "finish", "SE-6.7", f"work {_wid(rec)} ends while it does not hold the turn"
+                FINISH, "SE-6.7", f"work {_wid(rec)} ends while it does not hold the turn"
             )
         self.turn_holder = None
         self._release(rec)
         observer = self.config.observer
         if observer is not None:
-            observer(self.name, "finish", {"work": rec._wid, "outcome": OUTCOME_NAMES[outcome]})
+            observer(self.name, FINISH, {"work": rec._wid, "outcome": OUTCOME_NAMES[outcome]})
 
     def _release(self, rec: R) -> None:
         rec._phase = DONE
@@ -926,11 +948,11 @@ class QueueCore(Generic[R]):
         it keeps its reservation (decision D-2)."""
         if self.turn_holder is not rec:
             raise ZLinkProtocolError(
-                "yield_turn", "SE-6.7", f"work {_wid(rec)} yields a turn it does not hold"
+                YIELD_TURN, "SE-6.7", f"work {_wid(rec)} yields a turn it does not hold"
             )
         if not self.config.yield_allowed:
             # The shell checks first and raises the caller's error; a second line here.
-            raise ZLinkProtocolError("yield_turn", "SE-4.1", "this owner offers no Yield")
+            raise ZLinkProtocolError(YIELD_TURN, "SE-4.1", "this owner offers no Yield")
         self.turn_holder = None
         rec._phase = SUSPENDED
         if self.suspended is None:
@@ -938,7 +960,7 @@ class QueueCore(Generic[R]):
         self.suspended.add(rec)
         observer = self.config.observer
         if observer is not None:
-            observer(self.name, "yield_turn", {"work": rec._wid})
+            observer(self.name, YIELD_TURN, {"work": rec._wid})
 
     def _unsuspend(self, rec: R) -> None:
         suspended = self.suspended
@@ -952,7 +974,7 @@ class QueueCore(Generic[R]):
         sequence number at the tail of its own lane, no capacity check, no new
         reservation. Returns True when the caller must post a drain."""
         if rec._phase != SUSPENDED:
-            raise ZLinkProtocolError("requeue", "SE-6.7", f"work {_wid(rec)} is not suspended")
+            raise ZLinkProtocolError(REQUEUE, "SE-6.7", f"work {_wid(rec)} is not suspended")
         self._unsuspend(rec)
         seq = self.next_seq
         self.next_seq = seq + 1
@@ -972,7 +994,7 @@ class QueueCore(Generic[R]):
             self.drain_scheduled = True
         observer = self.config.observer
         if observer is not None:
-            observer(self.name, "requeue", {"work": rec._wid, "pos": seq, "wake": wake})
+            observer(self.name, REQUEUE, {"work": rec._wid, "pos": seq, "wake": wake})
         return wake
 
     def cancel(self, rec: R) -> None:
@@ -988,7 +1010,7 @@ class QueueCore(Generic[R]):
                 source = Source.APPLICATION
             line = (self.barrier, self.life, self.app)[source]
             if line is None or rec not in line:
-                raise ZLinkProtocolError("cancel", "SD-1", f"work {_wid(rec)} is not in its lane")
+                raise ZLinkProtocolError(CANCEL, "SD-1", f"work {_wid(rec)} is not in its lane")
             line.remove(rec)
             if not line:
                 if source is Source.BARRIER:
@@ -1001,39 +1023,39 @@ class QueueCore(Generic[R]):
             self._unsuspend(rec)
         else:
             raise ZLinkProtocolError(
-                "cancel", "SD-1", f"work {_wid(rec)} is {PHASE_NAMES[phase]}, not cancellable here"
+                CANCEL, "SD-1", f"work {_wid(rec)} is {PHASE_NAMES[phase]}, not cancellable here"
             )
         self._release(rec)
         observer = self.config.observer
         if observer is not None:
-            observer(self.name, "cancel", {"work": rec._wid, "phase": PHASE_NAMES[phase]})
+            observer(self.name, CANCEL, {"work": rec._wid, "phase": PHASE_NAMES[phase]})
 
     def end_slice(self, now: float) -> None:
         """The time budget is used (SE-6.4): leave the drain; if work is ready, schedule
         the next slice in the same step, so no submitter can schedule a second one."""
         if not self.draining or self.turn_holder is not None:
-            raise ZLinkProtocolError("end_slice", "SE-6.6", "not draining, or a turn is held")
+            raise ZLinkProtocolError(END_SLICE, "SE-6.6", "not draining, or a turn is held")
         if not slice_expired(now, self.slice_started_at, self.config.budget):
-            raise ZLinkProtocolError("end_slice", "SE-6.4", "the time budget is not used yet")
+            raise ZLinkProtocolError(END_SLICE, "SE-6.4", "the time budget is not used yet")
         self.draining = False
         self.slice_started_at = 0.0
         reschedule = bool(self.barrier or self.life or self.app)
         self.drain_scheduled = reschedule
         observer = self.config.observer
         if observer is not None:
-            observer(self.name, "end_slice", {"now": now, "reschedule": reschedule})
+            observer(self.name, END_SLICE, {"now": now, "reschedule": reschedule})
 
     def exit_drain(self, now: float) -> None:
         """Nothing is ready: leave the drain (SE-6.6)."""
         if not self.draining or self.turn_holder is not None:
-            raise ZLinkProtocolError("exit_drain", "SE-6.6", "not draining, or a turn is held")
+            raise ZLinkProtocolError(EXIT_DRAIN, "SE-6.6", "not draining, or a turn is held")
         if self.barrier or self.life or self.app:
-            raise ZLinkProtocolError("exit_drain", "SE-6.5", "work is ready; leaving would lose it")
+            raise ZLinkProtocolError(EXIT_DRAIN, "SE-6.5", "work is ready; leaving would lose it")
         self.draining = False
         self.slice_started_at = 0.0
         observer = self.config.observer
         if observer is not None:
-            observer(self.name, "exit_drain", {"now": now})
+            observer(self.name, EXIT_DRAIN, {"now": now})
 
     def close(self) -> None:
         """No new submissions; accepted work still finishes (SE-6.2). Idempotent."""
@@ -1042,7 +1064,7 @@ class QueueCore(Generic[R]):
         self.closed = True
         observer = self.config.observer
         if observer is not None:
-            observer(self.name, "close", {})
+            observer(self.name, CLOSE, {})
 
     # ------------------------------------------------------------ disposal (SD)
     def dispose_safely(self) -> list[R]:
@@ -1050,8 +1072,8 @@ class QueueCore(Generic[R]):
         zombie +1 each, SD-2) and keeps running in order. Returns the works marked now.
         Only an open scope can be disposed safely."""
         if self.mode != MODE_OPEN:
-            raise ZLinkProtocolError("dispose_safely", "SD-1", "the scope is already disposed")
-        self._require_records("dispose_safely")
+            raise ZLinkProtocolError(DISPOSE_SAFELY, "SD-1", "the scope is already disposed")
+        self._require_records(DISPOSE_SAFELY)
         self.closed = True
         self.mode = MODE_SAFELY
         marked = [rec for rec in self.live_records() if not rec._zombie]
@@ -1060,7 +1082,7 @@ class QueueCore(Generic[R]):
         self.zombies += len(marked)
         observer = self.config.observer
         if observer is not None:
-            observer(self.name, "dispose_safely", {"zombies": len(marked)})
+            observer(self.name, DISPOSE_SAFELY, {"zombies": len(marked)})
         return marked
 
     def dispose(self) -> tuple[list[R], list[R]]:
@@ -1069,13 +1091,13 @@ class QueueCore(Generic[R]):
         (running, suspended, requeued) are the shell's to cancel, on their own turn
         (D-8). Zombies are cancelled too."""
         if self.mode == MODE_CANCELLED:
-            raise ZLinkProtocolError("dispose", "SD-1", "the scope is already cancelled")
-        self._require_records("dispose")
+            raise ZLinkProtocolError(DISPOSE, "SD-1", "the scope is already cancelled")
+        self._require_records(DISPOSE)
         self.closed = True
         self.mode = MODE_CANCELLED
         observer = self.config.observer
         if observer is not None:
-            observer(self.name, "dispose", {})
+            observer(self.name, DISPOSE, {})
         return self._cancel_live()
 
     def survive_cancel(self, rec: R) -> bool:
@@ -1084,14 +1106,14 @@ class QueueCore(Generic[R]):
         +1, SD-2), so waiting for active work no longer waits for it. Returns whether it
         was marked now (a zombie stays one; a work that ended is left alone)."""
         if self.mode != MODE_CANCELLED:
-            raise ZLinkProtocolError("survive_cancel", "SD-1", "the scope was not cancelled")
+            raise ZLinkProtocolError(SURVIVE_CANCEL, "SD-1", "the scope was not cancelled")
         if rec._zombie or rec not in self.live_records():
             return False
         rec._zombie = True
         self.zombies += 1
         observer = self.config.observer
         if observer is not None:
-            observer(self.name, "survive_cancel", {"work": _wid(rec)})
+            observer(self.name, SURVIVE_CANCEL, {"work": _wid(rec)})
         return True
 
     def dispose_after_timeout(self) -> None:
@@ -1099,24 +1121,24 @@ class QueueCore(Generic[R]):
         owns the timer (none when nothing is live)."""
         if self.mode != MODE_OPEN:
             raise ZLinkProtocolError(
-                "dispose_after_timeout", "SD-1", "the scope is already disposed"
+                DISPOSE_AFTER_TIMEOUT, "SD-1", "the scope is already disposed"
             )
         self.closed = True
         self.mode = MODE_TIMEOUT
         observer = self.config.observer
         if observer is not None:
-            observer(self.name, "dispose_after_timeout", {})
+            observer(self.name, DISPOSE_AFTER_TIMEOUT, {})
 
     def expire_timeout(self) -> tuple[list[R], list[R]]:
         """The timeout of ``dispose_after_timeout`` expired: cancel what is left, as
         ``dispose`` does."""
         if self.mode != MODE_TIMEOUT:
-            raise ZLinkProtocolError("expire_timeout", "SD-1", "no disposal timeout is running")
-        self._require_records("expire_timeout")
+            raise ZLinkProtocolError(EXPIRE_TIMEOUT, "SD-1", "no disposal timeout is running")
+        self._require_records(EXPIRE_TIMEOUT)
         self.mode = MODE_CANCELLED
         observer = self.config.observer
         if observer is not None:
-            observer(self.name, "expire_timeout", {})
+            observer(self.name, EXPIRE_TIMEOUT, {})
         return self._cancel_live()
 
     def _cancel_live(self) -> tuple[list[R], list[R]]:

@@ -38,7 +38,27 @@ from .policy import ZLinkExecutionLanePolicy
 from .queue import OUTCOME_NAMES, QueueConfig, QueueCore, WorkRecord
 from .rules import APPLICATION_LANE, LIFECYCLE_LANE, Source
 from .trace import TraceEvent
-from .vocabulary import event_rules
+from .vocabulary import (
+    ADMIT,
+    CANCEL,
+    CLOSE,
+    DISPOSE,
+    DISPOSE_AFTER_TIMEOUT,
+    DISPOSE_SAFELY,
+    END_SLICE,
+    ENTER_DRAIN,
+    EXIT_DRAIN,
+    EXPIRE_TIMEOUT,
+    FINISH,
+    REJECT,
+    REQUEUE,
+    SURVIVE_CANCEL,
+    TAKE_NEXT,
+    TRANSFER,
+    YIELD_TURN,
+    dispatch_table,
+    event_rules,
+)
 
 __all__ = [
     "EVENT_RULES",
@@ -200,17 +220,22 @@ class QueueReplayer:
         return None
 
     def _step(self, ev: TraceEvent, world: QueueWorld) -> None:
-        got = (ev.event, ev.fields)  # compared, never changed
+        name = ev.event
+        got = (name, ev.fields)  # compared, never changed
         if world.pending:
             want = world.pending.pop(0)
             if want != got:
                 raise _MismatchError("the model's step emits another event here",
                                 {"event": want[0], **want[1]})
             return
+        try:
+            drive = _DRIVERS[name]
+        except KeyError:
+            raise _MismatchError(f"no transition is named {name!r}") from None
         emitted = self._emitted
         emitted.clear()
         try:
-            self._drive(world, ev)
+            drive(self, world, ev)
         except ZLinkProtocolError as exc:
             raise _MismatchError(f"the model refuses it: {exc}") from None
         except (KeyError, TypeError, ValueError) as exc:
@@ -230,68 +255,6 @@ class QueueReplayer:
             raise _MismatchError(f"the model holds no work {wid}")
         return rec
 
-    def _drive(self, world: QueueWorld, ev: TraceEvent) -> None:
-        core = world.core
-        name = ev.event
-        if name in ("admit", "reject"):
-            lane = _lane(ev["lane"])
-            payload = int(ev["bytes"]) - core.config.fixed_reservation
-            if payload < 0:
-                raise _MismatchError(f"{ev['bytes']} bytes is less than the fixed cost "
-                                f"{core.config.fixed_reservation}")
-            rec = WorkRecord()
-            try:
-                core.admit(rec, lane, payload, bool(ev["barrier"]))
-            except ZLinkRejectedError as exc:
-                if name == "admit":
-                    raise _MismatchError(f"the model rejects this submission ({exc.reason.value})",
-                                    {"event": self._emitted[0][0], **self._emitted[0][1]}
-                                    ) from None
-                return
-            world.records[rec.wid] = rec
-            if name == "reject":
-                raise _MismatchError("the model admits this submission",
-                                {"event": self._emitted[0][0], **self._emitted[0][1]})
-        elif name == "transfer":
-            rec = WorkRecord()
-            core.transfer(rec)
-            world.records[rec.wid] = rec
-        elif name == "enter_drain":
-            core.enter_drain(ev["now"])
-        elif name == "take_next":
-            core.take_next(ev["now"])
-        elif name == "finish":
-            outcome = str(ev["outcome"])
-            if outcome not in OUTCOME_NAMES:
-                raise _MismatchError(f"unknown outcome {outcome!r}")
-            core.finish(self._rec(world, ev), OUTCOME_NAMES.index(outcome))
-        elif name == "yield_turn":
-            core.yield_turn(self._rec(world, ev))
-        elif name == "requeue":
-            core.requeue(self._rec(world, ev))
-        elif name == "cancel":
-            core.cancel(self._rec(world, ev))
-        elif name == "end_slice":
-            core.end_slice(ev["now"])
-        elif name == "exit_drain":
-            core.exit_drain(ev["now"])
-        elif name == "close":
-            if core.closed:
-                raise _MismatchError("close of a queue already closed (close emits once)")
-            core.close()
-        elif name == "dispose":
-            core.dispose()
-        elif name == "dispose_safely":
-            core.dispose_safely()
-        elif name == "dispose_after_timeout":
-            core.dispose_after_timeout()
-        elif name == "expire_timeout":
-            core.expire_timeout()
-        elif name == "survive_cancel":
-            core.survive_cancel(self._rec(world, ev))
-        else:
-            raise _MismatchError(f"no transition is named {name!r}")
-
     def finished(self) -> Disagreement | None:
         """Call at the end of the trace: events the model emitted that the trace never
         showed are a disagreement."""
@@ -302,6 +265,76 @@ class QueueReplayer:
                 self.replayed, raise_at, "the trace ends before the model's step does",
                 {"event": want[0], **want[1]})
         return self.disagreement
+
+
+# Each event of the trace format (``zlink_model.vocabulary``) and the core transition it
+# drives, with the event's inputs read from its fields. Built by ``dispatch_table``: a
+# transition added to the vocabulary without a driver here stops this module loading.
+_Driver = Callable[[QueueReplayer, QueueWorld, TraceEvent], object]
+
+
+def _submit(r: QueueReplayer, world: QueueWorld, ev: TraceEvent) -> None:
+    """``admit`` or ``reject``: the submission is replayed, and the core must decide it
+    the way the trace says."""
+    core = world.core
+    lane = _lane(ev["lane"])
+    payload = int(ev["bytes"]) - core.config.fixed_reservation
+    if payload < 0:
+        raise _MismatchError(f"{ev['bytes']} bytes is less than the fixed cost "
+                        f"{core.config.fixed_reservation}")
+    rec = WorkRecord()
+    try:
+        core.admit(rec, lane, payload, bool(ev["barrier"]))
+    except ZLinkRejectedError as exc:
+        if ev.event == ADMIT:
+            raise _MismatchError(f"the model rejects this submission ({exc.reason.value})",
+                            {"event": r._emitted[0][0], **r._emitted[0][1]}
+                            ) from None
+        return
+    world.records[rec.wid] = rec
+    if ev.event == REJECT:
+        raise _MismatchError("the model admits this submission",
+                        {"event": r._emitted[0][0], **r._emitted[0][1]})
+
+
+def _transfer(r: QueueReplayer, world: QueueWorld, ev: TraceEvent) -> None:
+    rec = WorkRecord()
+    world.core.transfer(rec)
+    world.records[rec.wid] = rec
+
+
+def _finish(r: QueueReplayer, world: QueueWorld, ev: TraceEvent) -> None:
+    outcome = str(ev["outcome"])
+    if outcome not in OUTCOME_NAMES:
+        raise _MismatchError(f"unknown outcome {outcome!r}")
+    world.core.finish(r._rec(world, ev), OUTCOME_NAMES.index(outcome))
+
+
+def _close(r: QueueReplayer, world: QueueWorld, ev: TraceEvent) -> None:
+    if world.core.closed:
+        raise _MismatchError("close of a queue already closed (close emits once)")
+    world.core.close()
+
+
+_DRIVERS: Final[dict[str, _Driver]] = dispatch_table("zlink_model.replay", {
+    ADMIT: _submit,
+    REJECT: _submit,
+    TRANSFER: _transfer,
+    ENTER_DRAIN: lambda r, world, ev: world.core.enter_drain(ev["now"]),
+    TAKE_NEXT: lambda r, world, ev: world.core.take_next(ev["now"]),
+    FINISH: _finish,
+    YIELD_TURN: lambda r, world, ev: world.core.yield_turn(r._rec(world, ev)),
+    REQUEUE: lambda r, world, ev: world.core.requeue(r._rec(world, ev)),
+    CANCEL: lambda r, world, ev: world.core.cancel(r._rec(world, ev)),
+    END_SLICE: lambda r, world, ev: world.core.end_slice(ev["now"]),
+    EXIT_DRAIN: lambda r, world, ev: world.core.exit_drain(ev["now"]),
+    CLOSE: _close,
+    DISPOSE: lambda r, world, ev: world.core.dispose(),
+    DISPOSE_SAFELY: lambda r, world, ev: world.core.dispose_safely(),
+    DISPOSE_AFTER_TIMEOUT: lambda r, world, ev: world.core.dispose_after_timeout(),
+    EXPIRE_TIMEOUT: lambda r, world, ev: world.core.expire_timeout(),
+    SURVIVE_CANCEL: lambda r, world, ev: world.core.survive_cancel(r._rec(world, ev)),
+})
 
 
 def replay(events: Iterable[TraceEvent], policy: ZLinkExecutionLanePolicy, *,

@@ -7,7 +7,11 @@ names the same step the same way. So the names live here and nowhere else: the c
 the events TLC can replay (``zlink_tool.tla.trace``), the wire events of the kit
 (``zlink_conformance.protocol.wire``), the status names of a work on the wire and the
 tables of ``specs/trace-format.md`` are all read from, or checked against, this module
-(``tests/test_vocabulary.py`` fails on a table kept anywhere else).
+(``tests/test_vocabulary.py`` fails on a table kept anywhere else). Code that acts on an
+event compares it with the constants below (``ADMIT``, ``TAKE_NEXT``, ...) or dispatches
+through a table built by ``dispatch_table``, which refuses to build unless every event has
+a handler or is skipped on purpose; no other module quotes an event name
+(``tests/test_vocabulary_names.py``).
 
 Where two layers use different words for one thing, the table says so in one row: the
 core's ``take_next`` is the wire's ``started`` (or ``resumed`` for a resume permit); the
@@ -24,25 +28,44 @@ case's recorded *commands* to an adapter, and is called "re-send" in its documen
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
-from typing import Final
+from collections.abc import Iterable, Mapping
+from typing import Final, TypeVar
 
 __all__ = [
+    "ADMIT",
+    "CANCEL",
+    "CLOSE",
     "DISPOSALS",
+    "DISPOSE",
+    "DISPOSE_AFTER_TIMEOUT",
+    "DISPOSE_SAFELY",
     "DRAIN_TRANSITIONS",
+    "END_SLICE",
+    "ENTER_DRAIN",
     "EVENTS",
+    "EXIT_DRAIN",
+    "EXPIRE_TIMEOUT",
+    "FINISH",
     "OUTCOMES",
     "PHASES",
     "PLAIN_TRANSITIONS",
+    "REJECT",
+    "REQUEUE",
+    "SURVIVE_CANCEL",
+    "TAKE_NEXT",
+    "TRANSFER",
     "TRANSITIONS",
     "TURN_STEPS",
     "TURN_WIRE_EVENTS",
     "WIRE_EVENTS",
     "WORK_TRANSITIONS",
+    "YIELD_TURN",
     "Outcome",
     "Phase",
     "Transition",
+    "UnhandledEventError",
     "WireEvent",
+    "dispatch_table",
     "event_rules",
     "tla_actions",
     "transition",
@@ -73,51 +96,72 @@ class Transition:
         return ", ".join(self.rules)
 
 
+# The core events by name, for code that dispatches on them: compare an event with these
+# constants, or key a table by them through ``dispatch_table``, never with a quoted name
+# (tests/test_vocabulary_names.py fails on a quoted event name outside this module).
+ADMIT: Final = "admit"
+TRANSFER: Final = "transfer"
+REJECT: Final = "reject"
+ENTER_DRAIN: Final = "enter_drain"
+TAKE_NEXT: Final = "take_next"
+FINISH: Final = "finish"
+YIELD_TURN: Final = "yield_turn"
+REQUEUE: Final = "requeue"
+CANCEL: Final = "cancel"
+END_SLICE: Final = "end_slice"
+EXIT_DRAIN: Final = "exit_drain"
+CLOSE: Final = "close"
+DISPOSE: Final = "dispose"
+DISPOSE_SAFELY: Final = "dispose_safely"
+DISPOSE_AFTER_TIMEOUT: Final = "dispose_after_timeout"
+EXPIRE_TIMEOUT: Final = "expire_timeout"
+SURVIVE_CANCEL: Final = "survive_cancel"
+
 _SQ, _SW, _DI = "SerialQueue", "SpotWide", "Disposal"
 
 TRANSITIONS: Final[tuple[Transition, ...]] = (
-    Transition("admit", "Admit", (_SQ, _SW, _DI), ("accepted",), ("SE-6.3", "SE-5.1"),
+    Transition(ADMIT, "Admit", (_SQ, _SW, _DI), ("accepted",), ("SE-6.3", "SE-5.1"),
                ("work", "pos", "lane", "barrier", "bytes", "wake"),
                "a submission is accepted: reserved, placed in its lane, the drain posted "
                "if the queue was idle"),
-    Transition("transfer", "Transfer", (_SW,), (), ("SE-4.5", "SE-5.3", "D-6"),
+    Transition(TRANSFER, "Transfer", (_SW,), (), ("SE-4.5", "SE-5.3", "D-6"),
                ("work", "pos", "lane", "barrier", "bytes", "wake"),
                "a SpotWide Actor queue places its head's execution turn on the Spot queue"),
-    Transition("reject", "Reject", (_SQ, _SW, _DI), ("rejected",), ("SE-6.3", "SE-5.1"),
+    Transition(REJECT, "Reject", (_SQ, _SW, _DI), ("rejected",), ("SE-6.3", "SE-5.1"),
                ("lane", "barrier", "bytes", "reason"),
                "a submission is refused: closed, or no room on one axis"),
-    Transition("enter_drain", "EnterDrain", (_SQ,), (), ("SE-6.5",), ("now",),
+    Transition(ENTER_DRAIN, "EnterDrain", (_SQ,), (), ("SE-6.5",), ("now",),
                "the posted drain starts a slice"),
-    Transition("take_next", "TakeNext", (_SQ, _SW, _DI), ("started", "resumed"),
+    Transition(TAKE_NEXT, "TakeNext", (_SQ, _SW, _DI), ("started", "resumed"),
                ("SE-6.6", "SE-6.1"),
                ("work", "pos", "source", "resume", "streak", "now"),
                "the next work (barrier, lifecycle within the burst, application) gets "
                "the turn"),
-    Transition("finish", "Finish", (_SQ, _SW, _DI), ("finished", "failed", "cancelled"),
+    Transition(FINISH, "Finish", (_SQ, _SW, _DI), ("finished", "failed", "cancelled"),
                ("SE-5.2",), ("work", "outcome"),
                "the work holding the turn ends and gives back its reservation"),
-    Transition("yield_turn", "YieldTurn", (_SQ, _SW, _DI), ("yielded",), ("SE-6.7",),
+    Transition(YIELD_TURN, "YieldTurn", (_SQ, _SW, _DI), ("yielded",), ("SE-6.7",),
                ("work",), "the work gives the turn back while its external call runs"),
-    Transition("requeue", "Requeue", (_SQ, _SW, _DI), (), ("SE-6.7",),
+    Transition(REQUEUE, "Requeue", (_SQ, _SW, _DI), (), ("SE-6.7",),
                ("work", "pos", "wake"),
                "the call returned: the work's resume permit queues at the back"),
-    Transition("cancel", "Cancel", (_DI,), ("cancelled",), ("SD-1", "D-8"),
+    Transition(CANCEL, "Cancel", (_DI,), ("cancelled",), ("SD-1", "D-8"),
                ("work", "phase"), "a disposal ends a work that does not hold the turn"),
-    Transition("end_slice", "EndSlice", (_SQ,), (), ("SE-6.4",), ("now", "reschedule"),
+    Transition(END_SLICE, "EndSlice", (_SQ,), (), ("SE-6.4",), ("now", "reschedule"),
                "the time budget is spent: the drain gives the thread back"),
-    Transition("exit_drain", "ExitDrain", (_SQ,), (), ("SE-6.6",), ("now",),
+    Transition(EXIT_DRAIN, "ExitDrain", (_SQ,), (), ("SE-6.6",), ("now",),
                "nothing is ready: the drain ends"),
-    Transition("close", "Close", (_SQ, _SW), (), ("SE-6.2",), (),
+    Transition(CLOSE, "Close", (_SQ, _SW), (), ("SE-6.2",), (),
                "no new work is accepted; accepted work still runs"),
-    Transition("dispose", "Dispose", (_DI,), (), ("SD-1",), (),
+    Transition(DISPOSE, "Dispose", (_DI,), (), ("SD-1",), (),
                "the scope closes and cancels its live works"),
-    Transition("dispose_safely", "DisposeSafely", (_DI,), ("zombie",), ("SD-1", "SD-2"),
+    Transition(DISPOSE_SAFELY, "DisposeSafely", (_DI,), ("zombie",), ("SD-1", "SD-2"),
                ("zombies",), "the scope closes; live works become zombies"),
-    Transition("dispose_after_timeout", "DisposeAfterTimeout", (_DI,), (), ("SD-1",), (),
+    Transition(DISPOSE_AFTER_TIMEOUT, "DisposeAfterTimeout", (_DI,), (), ("SD-1",), (),
                "the scope closes; a timer will dispose what is left"),
-    Transition("expire_timeout", "ExpireTimeout", (_DI,), (), ("SD-1",), (),
+    Transition(EXPIRE_TIMEOUT, "ExpireTimeout", (_DI,), (), ("SD-1",), (),
                "the timer of dispose_after_timeout fires: as dispose"),
-    Transition("survive_cancel", "SurviveCancel", (_DI,), (), ("SD-2", "SD-3"),
+    Transition(SURVIVE_CANCEL, "SurviveCancel", (_DI,), (), ("SD-2", "SD-3"),
                ("work",), "a cancelled work suspends again instead of ending: a zombie"),
 )
 
@@ -137,7 +181,7 @@ PLAIN_TRANSITIONS: Final[tuple[tuple[str, str, str], ...]] = (
     ("promote_current", "", "the turn holder alone becomes a record"),
 )
 # The three calls that dispose a scope (SD-1), as the wire's dispose modes name them too.
-DISPOSALS: Final[tuple[str, ...]] = ("dispose", "dispose_safely", "dispose_after_timeout")
+DISPOSALS: Final[tuple[str, ...]] = (DISPOSE, DISPOSE_SAFELY, DISPOSE_AFTER_TIMEOUT)
 _BY_EVENT: Final[Mapping[str, Transition]] = {t.event: t for t in TRANSITIONS}
 
 
@@ -175,7 +219,46 @@ WORK_TRANSITIONS: Final = (
 
 # The wire events that report a step of a work's turn: it got the turn, gave it back,
 # or ended.
-TURN_STEPS: Final[tuple[str, ...]] = ("take_next", "yield_turn", "finish", "cancel")
+TURN_STEPS: Final[tuple[str, ...]] = (TAKE_NEXT, YIELD_TURN, FINISH, CANCEL)
+
+
+_H = TypeVar("_H")
+
+
+class UnhandledEventError(LookupError):
+    """A table keyed by event name does not match the vocabulary: an event of the table
+    has no entry (a transition was added and this consumer was not told), or an entry
+    names no event. Raised when the consumer's module is imported, so the gap shows at
+    once rather than as a silently ignored event."""
+
+
+def dispatch_table(where: str, handlers: Mapping[str, _H], *, skip: Iterable[str] = (),
+                   events: Iterable[str] | None = None) -> dict[str, _H]:
+    """``handlers`` as a dispatch table by event name, checked against the vocabulary.
+
+    Every event of ``events`` (every core event, unless a consumer works on fewer) must
+    have a handler or be listed in ``skip`` (the events this consumer deliberately does
+    not act on), and no key may name anything else; otherwise ``UnhandledEventError``
+    naming ``where`` (the consumer) and the events at fault. So a transition added to
+    the table without a handler in each consumer fails loudly where the consumer is
+    built, and a consumer never dispatches on a name of its own."""
+    known = EVENTS if events is None else tuple(events)
+    skipped = set(skip)
+    missing = [e for e in known if e not in handlers and e not in skipped]
+    unknown = sorted((set(handlers) | skipped) - set(known))
+    both = sorted(set(handlers) & skipped)
+    if missing or unknown or both:
+        parts = []
+        if missing:
+            parts.append(f"no handler for {', '.join(missing)}")
+        if unknown:
+            parts.append(f"{', '.join(unknown)} not an event of the vocabulary")
+        if both:
+            parts.append(f"{', '.join(both)} both handled and skipped")
+        raise UnhandledEventError(
+            f"{where}: {'; '.join(parts)} (every event of zlink_model.vocabulary needs a "
+            "handler here or a place in its skip list)")
+    return dict(handlers)
 
 
 def transition(event: str) -> Transition:

@@ -18,17 +18,31 @@ import collections
 from collections.abc import Mapping
 from typing import Any, Final
 
-from zlink_model.vocabulary import TRANSITIONS, WIRE_EVENTS
+from zlink_model.vocabulary import (
+    CLOSE,
+    DISPOSE_AFTER_TIMEOUT,
+    DISPOSE_SAFELY,
+    END_SLICE,
+    ENTER_DRAIN,
+    EXIT_DRAIN,
+    EXPIRE_TIMEOUT,
+    REQUEUE,
+    SURVIVE_CANCEL,
+    TRANSFER,
+    TRANSITIONS,
+    WIRE_EVENTS,
+)
 
 from ..oracle.log import CaseLog
 from ..protocol.routing import LIFECYCLE_ENTRIES
+from ..protocol.wire import CLOSE_COMMAND, DISPOSE_COMMAND
 from .scenario import Scenario, iter_scripts, walk_submissions
 
 __all__ = ["FEATURE_RULES", "UNSEEN_TRANSITIONS", "Coverage"]
 
 # Transitions no log can show, with why.
 UNSEEN_TRANSITIONS: Final[Mapping[str, str]] = {
-    "end_slice": "where a slice ends is the drain's own business; within one owner the "
+    END_SLICE: "where a slice ends is the drain's own business; within one owner the "
                  "order of turns does not depend on it, and the wire has no event for it",
 }
 # Features a scenario exercises, and the rule each is about.
@@ -63,9 +77,9 @@ class Coverage:
                 if row.name == name:
                     reached.update(row.transitions)
         if "resumed" in names:
-            reached.add("requeue")
+            reached.add(REQUEUE)
         if "started" in names:
-            reached.update(("enter_drain", "exit_drain"))
+            reached.update((ENTER_DRAIN, EXIT_DRAIN))
         if "zombie" in names:
             features.add("saw_zombie")
         if "rejected" in names:
@@ -73,7 +87,7 @@ class Coverage:
         if log is not None:
             reached.update(_command_transitions(log))
             if _spot_wide_started(scenario, log):
-                reached.add("transfer")
+                reached.add(TRANSFER)
         self.transitions.update(reached)
         self.features.update(features)
 
@@ -141,9 +155,9 @@ def _features(s: Scenario) -> list[str]:
                 out.append("policy")
         elif cmd == "submit_concurrent":
             out.append("concurrent_submission")
-        elif cmd == "close":
+        elif cmd == CLOSE_COMMAND:
             out.append("cmd_close")
-        elif cmd == "dispose":
+        elif cmd == DISPOSE_COMMAND:
             out.append(f"cmd_{m['mode']}")
         for i, sub in enumerate(walk_submissions(m)):
             if i > 0:
@@ -177,18 +191,18 @@ def _command_transitions(log: CaseLog) -> set[str]:
     out: set[str] = set()
     sent = [m for d, m in log.entries if d == "sent"]
     for m in sent:
-        if m.get("cmd") == "close":
-            out.add("close")
-        elif m.get("cmd") == "dispose":
+        if m.get("cmd") == CLOSE_COMMAND:
+            out.add(CLOSE)
+        elif m.get("cmd") == DISPOSE_COMMAND:
             mode = m.get("mode")
-            out.add("dispose_safely" if mode == "destroy" else str(mode))
+            out.add(DISPOSE_SAFELY if mode == "destroy" else str(mode))
     names = {ev.name for _, ev in log.events}
-    if "dispose_after_timeout" in out and "cancelled" in names:
-        out.add("expire_timeout")
+    if DISPOSE_AFTER_TIMEOUT in out and "cancelled" in names:
+        out.add(EXPIRE_TIMEOUT)
     if "zombie" in names and any(op.get("ignore_cancel") for m in sent
                                  for sub in walk_submissions(m)
                                  for op in sub.get("script", [])):
-        out.add("survive_cancel")
+        out.add(SURVIVE_CANCEL)
     return out
 
 

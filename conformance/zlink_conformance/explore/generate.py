@@ -21,8 +21,10 @@ import random
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from zlink_model.vocabulary import DISPOSE, DISPOSE_AFTER_TIMEOUT, DISPOSE_SAFELY
+
 from ..protocol.routing import PAYLOAD_ENTRIES, TargetInfo, route
-from ..protocol.wire import ENTRIES, POLICY_FIELDS
+from ..protocol.wire import CLOSE_COMMAND, DISPOSE_COMMAND, ENTRIES, POLICY_FIELDS
 from .scenario import Scenario
 
 __all__ = ["Declared", "RandomStrategy", "TargetKind"]
@@ -260,10 +262,10 @@ class _Draw:
             options.append((0.5, "create"))
         open_targets = [n for n, _ in self.targets if n not in self.closed]
         if open_targets:
-            options.append((0.25, "close"))
+            options.append((0.25, CLOSE_COMMAND))
             if "disposal" in caps and any(k.disposable for n, k in self.targets
                                           if n in open_targets):
-                options.append((0.4, "dispose"))
+                options.append((0.4, DISPOSE_COMMAND))
         total = sum(w for w, _ in options)
         pick = self.rng.random() * total
         what = options[-1][1]
@@ -341,19 +343,19 @@ class _Draw:
         name = self.rng.choice([n for n, _ in self.targets if n not in self.closed])
         self.closed.add(name)
         self.do_settle()
-        self.body.append({"cmd": "close", "target": name})
+        self.body.append({"cmd": CLOSE_COMMAND, "target": name})
 
     def do_dispose(self) -> None:
         scopes = [(n, k) for n, k in self.targets if k.disposable and n not in self.closed]
         name, kind = self.rng.choice(scopes)
-        modes = ["dispose", "dispose_safely"]
+        modes = [DISPOSE, DISPOSE_SAFELY]
         if "virtual_clock" in self.d.capabilities:
-            modes.append("dispose_after_timeout")
+            modes.append(DISPOSE_AFTER_TIMEOUT)
         if kind.type in ("spot", "actor"):
             modes.append("destroy")
         mode = self.rng.choice(modes)
-        message: dict[str, Any] = {"cmd": "dispose", "target": name, "mode": mode}
-        if mode == "dispose_after_timeout":
+        message: dict[str, Any] = {"cmd": DISPOSE_COMMAND, "target": name, "mode": mode}
+        if mode == DISPOSE_AFTER_TIMEOUT:
             message["timeout_ms"] = self.rng.choice((1, 10, 50))
         self.closed.add(name)
         self.do_settle()

@@ -18,6 +18,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from ..catalog import Case, parse_case
+from ..protocol.wire import CLOSE_COMMAND, DISPOSE_COMMAND
 
 __all__ = ["GENERATED_RULE", "Scenario", "case_id", "iter_scripts", "walk_submissions"]
 
@@ -92,7 +93,7 @@ class Scenario:
         fixes (a rule of every case, docs/conformance.md section 4), and a race must
         not meet a running work's own submissions. The shrinker keeps it, so a shrunk case
         never trades the failure it was shrunk on for a race of its own."""
-        settled_first = ("close", "dispose", "submit_concurrent")
+        settled_first = (CLOSE_COMMAND, DISPOSE_COMMAND, "submit_concurrent")
         for before, message in zip(self.body, self.body[1:], strict=False):
             if message.get("cmd") in settled_first and before.get("cmd") != "settle":
                 return False

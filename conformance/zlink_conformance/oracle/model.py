@@ -122,9 +122,17 @@ from zlink_model.rules import (
     admission_verdict,
     reservation_bytes,
 )
-from zlink_model.vocabulary import TURN_WIRE_EVENTS
+from zlink_model.vocabulary import (
+    DISPOSE,
+    DISPOSE_AFTER_TIMEOUT,
+    DISPOSE_SAFELY,
+    REQUEUE,
+    TRANSFER,
+    TURN_WIRE_EVENTS,
+)
 
 from ..protocol.routing import Submission, TargetInfo, submissions
+from ..protocol.wire import CLOSE_COMMAND, DISPOSE_COMMAND
 from .log import CaseLog
 
 __all__ = ["MAX_WORLDS", "Divergence", "ModelVerdict", "check_model", "replay_entries"]
@@ -399,7 +407,7 @@ class _Replay:
         elif name in ("complete", "fail"):
             sh.settled_calls.add(str(msg.get("call")))
             self.settling = str(msg.get("call"))
-        elif name == "close":
+        elif name == CLOSE_COMMAND:
             target = str(msg.get("target"))
             sh.closed.add(target)
             for world in self.worlds:
@@ -407,7 +415,7 @@ class _Replay:
                     core.close()
         elif name == "as_not_safely":
             sh.not_safely.add(str(msg.get("target")))
-        elif name == "dispose":
+        elif name == DISPOSE_COMMAND:
             self._dispose(str(msg.get("target")), str(msg.get("mode")))
         elif name == "runtime_end":
             sh.ending = True
@@ -437,19 +445,19 @@ class _Replay:
         sh = self.shared
         sh.closed.add(target)
         if mode == "destroy":
-            mode = "dispose" if target in sh.not_safely else "dispose_safely"
+            mode = DISPOSE if target in sh.not_safely else DISPOSE_SAFELY
         for world in self.worlds:
             for core in world.target_cores(target):
-                if mode == "dispose" and core.mode != MODE_CANCELLED:
+                if mode == DISPOSE and core.mode != MODE_CANCELLED:
                     ended, _live = core.dispose()
                     world.to_cancel |= {(core.name, r.name) for r in ended}
-                elif mode == "dispose_safely" and core.mode == MODE_OPEN:
+                elif mode == DISPOSE_SAFELY and core.mode == MODE_OPEN:
                     core.dispose_safely()
-                elif mode == "dispose_after_timeout" and core.mode == MODE_OPEN:
+                elif mode == DISPOSE_AFTER_TIMEOUT and core.mode == MODE_OPEN:
                     core.dispose_after_timeout()
                 else:
                     core.close()
-            if mode == "dispose":
+            if mode == DISPOSE:
                 # a final work not placed yet ends cancelled (D-22)
                 for work in list(world.finals):
                     if sh.works[work].target.name == target:
@@ -465,14 +473,14 @@ class _Replay:
             target = sh.targets[world.owner_of[name]]
             if "/actor:" in name and target.spot_wide_wiring and core.current is None \
                     and core.has_ready():
-                out.append(("transfer", name))
+                out.append((TRANSFER, name))
             for rec in core.suspended_records():
                 work = rec.name
                 call = self._call_of.get(work)
                 cancelling = core.mode == MODE_CANCELLED
                 settled = call is not None and call in sh.settled_calls
                 if settled or cancelling or (sh.ending and not forced_only):
-                    out.append(("requeue", work))
+                    out.append((REQUEUE, work))
             if not forced_only and core.mode == MODE_TIMEOUT:
                 out.append(("expire", name))
             if not forced_only and core.current is None and core.has_ready() and not (
@@ -493,7 +501,7 @@ class _Replay:
         sh = self.shared
         if kind != "take":  # an unseen take is no progress: explain from before it
             world.steps += 1
-        if kind == "transfer":
+        if kind == TRANSFER:
             actor = world.cores[what]
             rec = _take(actor)
             info = sh.works[rec.name]
@@ -501,7 +509,7 @@ class _Replay:
             turn = _Rec(rec.name)
             spot.transfer(turn)
             world.turns[rec.name] = turn
-        elif kind == "requeue":
+        elif kind == REQUEUE:
             rec = self._turn_rec(world, what)
             core = world.cores[sh.works[what].route.run]
             core.requeue(rec)

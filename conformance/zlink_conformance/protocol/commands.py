@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from .wire import (
+    CLOSE_COMMAND,
+    DISPOSE_COMMAND,
     DISPOSE_MODES,
     ENTRIES,
     ID_PATTERN,
@@ -60,8 +62,8 @@ COMMAND_FIELDS: Final[Mapping[str, Mapping[str, str]]] = {
     "register": {"target": "!id", "actor_id": "id", "actor_type": "id", "values": "values"},
     "update_registration": {"target": "!id", "actor_id": "id", "values": "!values"},
     "settle": {},
-    "close": {"target": "!id"},
-    "dispose": {"target": "!id", "mode": "!enum:" + "|".join(DISPOSE_MODES),
+    CLOSE_COMMAND: {"target": "!id"},
+    DISPOSE_COMMAND: {"target": "!id", "mode": "!enum:" + "|".join(DISPOSE_MODES),
                 "timeout_ms": "int"},
     "as_not_safely": {"target": "!id"},
     "await": {"target": "!id", "waiter": "!id",

@@ -33,12 +33,14 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final
 
-from zlink_model.vocabulary import DISPOSALS
+from zlink_model.vocabulary import CLOSE, DISPOSALS, DISPOSE
 from zlink_model.vocabulary import OUTCOMES as WORK_OUTCOMES
 
 __all__ = [
     "CAPABILITIES",
+    "CLOSE_COMMAND",
     "COMMANDS",
+    "DISPOSE_COMMAND",
     "DISPOSE_MODES",
     "ENTRIES",
     "ENTRY_PARAMETERS",
@@ -157,9 +159,14 @@ CAPABILITIES: Final[Mapping[str, str]] = {
     ),
 }
 
+# Two commands are named for the core transitions they ask for: ``close`` closes every
+# queue of the target; ``dispose`` disposes its scope by one of ``DISPOSE_MODES``.
+CLOSE_COMMAND: Final = CLOSE
+DISPOSE_COMMAND: Final = DISPOSE
 COMMANDS: Final = (
     "hello", "reset", "create", "submit", "submit_concurrent", "open", "complete", "fail",
-    "advance", "register", "update_registration", "settle", "close", "dispose", "as_not_safely",
+    "advance", "register", "update_registration", "settle", CLOSE_COMMAND, DISPOSE_COMMAND,
+    "as_not_safely",
     "await", "runtime_end", "statistics", "zombies", "shutdown",
 )
 OPS: Final = ("gate", "call", "busy", "submit", "wait_for", "snapshot", "raise", "is_current")

@@ -29,7 +29,7 @@ from typing import Any
 
 from ..oracle.log import TERMINAL, CaseLog
 from ..oracle.model import Divergence
-from ..protocol.wire import CAPABILITIES
+from ..protocol.wire import CAPABILITIES, CLOSE_COMMAND, DISPOSE_COMMAND
 from ..runner.suite import OUTCOMES, CaseResult, SuiteReport, Verdict
 from .junit import error_kind, failure_rule
 from .text import NAME_LIMIT, TEXT_LIMIT, display, display_items
@@ -40,8 +40,8 @@ LANE_H = 30
 LABEL_W = 150
 TOP = 34
 # Commands worth a mark on the timeline's runner lane (submits show as accepted ticks).
-MARKED_COMMANDS = ("open", "complete", "fail", "advance", "close", "dispose", "as_not_safely",
-                   "await", "runtime_end", "update_registration", "register",
+MARKED_COMMANDS = ("open", "complete", "fail", "advance", CLOSE_COMMAND, DISPOSE_COMMAND,
+                   "as_not_safely", "await", "runtime_end", "update_registration", "register",
                    "submit_concurrent")
 COLORS = {"finished": "#3f9a5a", "failed": "#c8453b", "cancelled": "#8d8d8d",
           "running": "#3d74c4"}

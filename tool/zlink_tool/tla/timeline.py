@@ -12,15 +12,36 @@ The step that breaks the invariant is marked where the kit marks a divergence.
 from __future__ import annotations
 
 import html
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from zlink_conformance.oracle.log import CaseLog
 from zlink_conformance.oracle.model import Divergence
 from zlink_conformance.protocol.wire import Event
 from zlink_conformance.report.html import CSS, timeline_svg
-from zlink_model.vocabulary import OUTCOMES
+from zlink_model.vocabulary import (
+    ADMIT,
+    CANCEL,
+    CLOSE,
+    DISPOSE,
+    DISPOSE_AFTER_TIMEOUT,
+    DISPOSE_SAFELY,
+    END_SLICE,
+    ENTER_DRAIN,
+    EXIT_DRAIN,
+    EXPIRE_TIMEOUT,
+    FINISH,
+    OUTCOMES,
+    REJECT,
+    REQUEUE,
+    SURVIVE_CANCEL,
+    TAKE_NEXT,
+    TRANSFER,
+    YIELD_TURN,
+    dispatch_table,
+    transition,
+)
 
 from .counterexample import Counterexample, InvariantInfo, render, snake
 
@@ -75,22 +96,37 @@ def case_log(cex: Counterexample) -> tuple[CaseLog, int | None]:
 
 def _wire_events(cex: Counterexample, index: int, event: str, key: object,
                  resumed: bool) -> list[str]:
-    if event == "admit":
-        return ["accepted"]
-    if event == "reject":
-        return ["rejected"]
-    if event == "take_next":
-        return ["resumed" if resumed else "started"]
-    if event == "yield_turn":
-        return ["yielded"]
-    if event == "cancel":
-        return ["cancelled"]
-    if event == "finish":
-        outcome = cex.steps[index].values.get("outcome")
-        if isinstance(outcome, tuple) and isinstance(key, int) and 0 < key <= len(outcome):
-            return [_WIRE_OUTCOME.get(str(outcome[key - 1]), "finished")]
-        return ["finished"]
-    return []
+    draw = _DRAWN.get(event)
+    return [] if draw is None else draw(cex, index, key, resumed)
+
+
+def _ended(cex: Counterexample, index: int, key: object, resumed: bool) -> list[str]:
+    """``finish``: the wire event of the work's outcome when the step names it."""
+    outcome = cex.steps[index].values.get("outcome")
+    if isinstance(outcome, tuple) and isinstance(key, int) and 0 < key <= len(outcome):
+        return [_WIRE_OUTCOME.get(str(outcome[key - 1]), _FINISHED)]
+    return [_FINISHED]
+
+
+def _reported_as(wire: str) -> Callable[[Counterexample, int, object, bool], list[str]]:
+    return lambda cex, index, key, resumed: [wire]
+
+
+_STARTED, _RESUMED = transition(TAKE_NEXT).wire
+_FINISHED = transition(FINISH).wire[0]
+# The wire events that report each core step in the drawing; the steps the wire never
+# shows (and the disposals, drawn by their works' own events) are skipped. A transition
+# added to the vocabulary without a place here stops this module loading.
+_DRAWN: Final[dict[str, Callable[[Counterexample, int, object, bool], list[str]]]] = \
+    dispatch_table("zlink_tool.tla.timeline", {
+        ADMIT: _reported_as(*transition(ADMIT).wire),
+        REJECT: _reported_as(*transition(REJECT).wire),
+        TAKE_NEXT: lambda cex, index, key, resumed: [_RESUMED if resumed else _STARTED],
+        YIELD_TURN: _reported_as(*transition(YIELD_TURN).wire),
+        CANCEL: _reported_as(*transition(CANCEL).wire),
+        FINISH: _ended,
+    }, skip=(TRANSFER, ENTER_DRAIN, REQUEUE, END_SLICE, EXIT_DRAIN, CLOSE, DISPOSE,
+             DISPOSE_SAFELY, DISPOSE_AFTER_TIMEOUT, EXPIRE_TIMEOUT, SURVIVE_CANCEL))
 
 
 def counterexamples_html(shown: Sequence[tuple[str, Counterexample, InvariantInfo | None]]

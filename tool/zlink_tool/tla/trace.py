@@ -43,7 +43,20 @@ from pathlib import Path
 from typing import Any, Final
 
 from zlink_model.policy import ZLinkExecutionLanePolicy
-from zlink_model.vocabulary import tla_actions
+from zlink_model.vocabulary import (
+    ADMIT,
+    CLOSE,
+    END_SLICE,
+    ENTER_DRAIN,
+    EXIT_DRAIN,
+    FINISH,
+    REJECT,
+    REQUEUE,
+    TAKE_NEXT,
+    YIELD_TURN,
+    dispatch_table,
+    tla_actions,
+)
 
 from .runner import JAR_ENV, ToolMissingError, find_jar, find_java
 
@@ -55,6 +68,19 @@ __all__ = ["TLC_EVENTS", "TLC_INT_LIMIT", "TRACE_FILES", "Limits", "TlcTraceVerd
 # is reported under), from the one table of names.
 TLC_EVENTS: Final[Mapping[str, tuple[str, str]]] = {
     event: (t.action, t.rule_text) for event, t in tla_actions("SerialQueue").items()}
+# How each of those events becomes a step of the data module: a submission (a model work
+# is chosen by lane and payload), a step of one work, the end of a slice (its reschedule
+# flag), or a step of the drain alone. A SerialQueue action added to the vocabulary
+# without a shape here stops this module loading (``dispatch_table``).
+_SUBMISSION, _WORK_STEP, _SLICE_END, _DRAIN_STEP = "submission", "work", "slice", "drain"
+_SHAPES: Final[dict[str, str]] = dispatch_table("zlink_tool.tla.trace", {
+    ADMIT: _SUBMISSION, REJECT: _SUBMISSION,
+    TAKE_NEXT: _WORK_STEP, FINISH: _WORK_STEP, YIELD_TURN: _WORK_STEP, REQUEUE: _WORK_STEP,
+    END_SLICE: _SLICE_END,
+    ENTER_DRAIN: _DRAIN_STEP, EXIT_DRAIN: _DRAIN_STEP, CLOSE: _DRAIN_STEP,
+}, events=TLC_EVENTS)
+# Events TLC takes two levels for: the environment step the log cannot show comes first.
+_TWO_LEVELS: Final = frozenset((END_SLICE, REQUEUE))
 # The checked-in modules TLC needs beside the data module, from the models directory.
 TRACE_FILES = ("SerialQueue.tla", "TraceSerialQueue.tla", "TraceSerialQueue.cfg")
 
@@ -140,7 +166,8 @@ def build_trace_model(events: Sequence[dict[str, Any]],
             raise TraceFormatError(
                 f"event {i + 1}: {name!r} has no action in SerialQueue.tla "
                 "(check this log with the Python model only)")
-        if name in ("admit", "reject"):
+        shape = _SHAPES[str(name)]  # a key of TLC_EVENTS: a str already
+        if shape == _SUBMISSION:
             lane = ev.get("lane")
             if lane not in ("application", "lifecycle"):
                 raise TraceFormatError(f"event {i + 1}: lane must be application or lifecycle")
@@ -150,7 +177,7 @@ def build_trace_model(events: Sequence[dict[str, Any]],
             if payload < 0:
                 raise TraceFormatError(f"event {i + 1}: bytes below the fixed cost {fixed}")
             w = model_work(kind, payload)
-            if name == "admit":
+            if name == ADMIT:
                 by_wid[_int(ev.get("work"), "work", i)] = w
                 pos = _int(ev.get("pos"), "pos", i)
                 if not 0 <= pos < TLC_INT_LIMIT:
@@ -159,37 +186,37 @@ def build_trace_model(events: Sequence[dict[str, Any]],
                         f"(0 .. 2^31 - 1); the model numbers admissions from 0, so this "
                         "log cannot be checked by TLC from its start")
                 wake = "TRUE" if _bool(ev.get("wake"), "wake", i) else "FALSE"
-                steps.append(f'[op |-> "admit", w |-> {w}, pos |-> {pos}, flag |-> {wake}]')
+                steps.append(f'[op |-> "{name}", w |-> {w}, pos |-> {pos}, flag |-> {wake}]')
             else:
-                steps.append(f'[op |-> "reject", w |-> {w}, pos |-> 0, flag |-> FALSE]')
+                steps.append(f'[op |-> "{name}", w |-> {w}, pos |-> 0, flag |-> FALSE]')
                 release(w)
-        elif name in ("take_next", "finish", "yield_turn", "requeue"):
+        elif shape == _WORK_STEP:
             wid = _int(ev.get("work"), "work", i)
             # A work that is not live cannot take part in any step: 0 (NoWork) makes the
             # model refuse this event, which is the verdict such a log deserves.
             w = by_wid.get(wid, 0)
-            if w and name == "yield_turn":
+            if w and name == YIELD_TURN:
                 kind, payload, most = works[w - 1]
                 yielded[w] = yielded.get(w, 0) + 1
                 works[w - 1] = (kind, payload, max(most, yielded[w]))
-            elif w and name == "finish":
+            elif w and name == FINISH:
                 release(by_wid.pop(wid))
             flag = "FALSE"
-            if name == "requeue":
+            if name == REQUEUE:
                 flag = "TRUE" if _bool(ev.get("wake"), "wake", i) else "FALSE"
             steps.append(f'[op |-> "{name}", w |-> {w}, pos |-> 0, flag |-> {flag}]')
-        elif name == "end_slice":
+        elif shape == _SLICE_END:
             flag = "TRUE" if _bool(ev.get("reschedule"), "reschedule", i) else "FALSE"
-            steps.append(f'[op |-> "end_slice", w |-> 0, pos |-> 0, flag |-> {flag}]')
+            steps.append(f'[op |-> "{name}", w |-> 0, pos |-> 0, flag |-> {flag}]')
         else:
             steps.append(f'[op |-> "{name}", w |-> 0, pos |-> 0, flag |-> FALSE]')
         lines.append(i + 1)
     levels = []
     level = 1
     for ev in events:
-        level += 2 if ev.get("event") in ("end_slice", "requeue") else 1
+        level += 2 if ev.get("event") in _TWO_LEVELS else 1
         levels.append(level)
-    takes = sum(1 for ev in events if ev.get("event") == "take_next")
+    takes = sum(1 for ev in events if ev.get("event") == TAKE_NEXT)
     limits, notes = scaled_limits(works, policy, takes)
     module = _MODULE.format(log=",\n    ".join(steps), **limits.module_fields(works))
     return TraceModel(module, len(works), tuple(lines), tuple(levels), notes)

@@ -35,8 +35,17 @@ from pathlib import Path
 from typing import Any, Final
 
 from zlink_conformance.protocol.routing import Submission, TargetInfo, submissions
+from zlink_conformance.protocol.wire import CLOSE_COMMAND, DISPOSE_COMMAND
 from zlink_model.policy import ZLinkExecutionLanePolicy
-from zlink_model.vocabulary import WIRE_EVENTS, tla_actions, transition
+from zlink_model.vocabulary import (
+    ADMIT,
+    REJECT,
+    TAKE_NEXT,
+    WIRE_EVENTS,
+    YIELD_TURN,
+    tla_actions,
+    transition,
+)
 
 from .runner import find_jar, find_java
 from .trace import TlcTraceVerdict, TraceFormatError, run_trace_tlc, scaled_limits
@@ -172,7 +181,7 @@ def queue_transcripts(entries: Sequence[tuple[str, Mapping[str, Any]]]) -> list[
                 if call in pending:  # the call returns from here on, not before
                     q, index = pending.pop(call)
                     q.steps[index] = dataclasses.replace(q.steps[index], ret=len(q.steps))
-            elif cmd in ("close", "dispose", "runtime_end"):
+            elif cmd in (CLOSE_COMMAND, DISPOSE_COMMAND, "runtime_end"):
                 # A disposal closes too; whatever else it does shows as events of
                 # Disposal.tla (cancelled, zombie), which leave the queue unchecked.
                 names = set(targets) if cmd == "runtime_end" else {str(msg.get("target"))}
@@ -240,10 +249,10 @@ def build_wire_model(q: QueueTranscript) -> WireModel:
     lane: dict[str, tuple[str, int]] = {}
     yields: dict[str, int] = {}
     for step in q.steps:
-        if step.op in ("admit", "reject") and step.work not in lane:
+        if step.op in (ADMIT, REJECT) and step.work not in lane:
             order.append(step.work)
             lane[step.work] = (step.kind, step.payload)
-        if step.op == "yield_turn":
+        if step.op == YIELD_TURN:
             yields[step.work] = yields.get(step.work, 0) + 1
     number = {w: i for i, w in enumerate(order, 1)}
     ops = []
@@ -252,7 +261,7 @@ def build_wire_model(q: QueueTranscript) -> WireModel:
         ops.append(f'[op |-> "{step.op}", w |-> {number.get(step.work, 0)}, flag |-> {flag}, '
                    f'ret |-> {step.ret}]')
     table = [(lane[w][0], lane[w][1], yields.get(w, 0)) for w in order]
-    takes = sum(1 for s in q.steps if s.op == "take_next")
+    takes = sum(1 for s in q.steps if s.op == TAKE_NEXT)
     limits, notes = scaled_limits(table, q.policy, takes)
     module = _WIRE_MODULE.format(log=",\n    ".join(ops), close_after=q.close_after,
                                  **limits.module_fields(table))

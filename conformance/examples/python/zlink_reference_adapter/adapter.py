@@ -64,8 +64,20 @@ from asyncio.events import _set_running_loop as set_running_loop  # noqa: PLC270
 from collections.abc import Callable, Coroutine, Iterable, Mapping
 from typing import IO, Any, cast
 
-from zlink_conformance.protocol.wire import CAPABILITIES, ENTRIES, PROTOCOL_VERSION
-from zlink_model.vocabulary import wire_status
+from zlink_conformance.protocol.wire import (
+    CAPABILITIES,
+    CLOSE_COMMAND,
+    DISPOSE_COMMAND,
+    ENTRIES,
+    PROTOCOL_VERSION,
+)
+from zlink_model.vocabulary import (
+    DISPOSE,
+    DISPOSE_AFTER_TIMEOUT,
+    DISPOSE_SAFELY,
+    YIELD_TURN,
+    wire_status,
+)
 from zlink_reference import (
     ZLinkActorSerialExecutor,
     ZLinkClock,
@@ -382,7 +394,7 @@ class ReferenceAdapter:
             "create": self.create, "submit": self.submit_command, "open": self.open,
             "complete": self.complete, "fail": self.fail, "advance": self.advance,
             "register": self.register, "update_registration": self.update_registration,
-            "settle": self.settle, "close": self.close, "dispose": self.dispose,
+            "settle": self.settle, CLOSE_COMMAND: self.close, DISPOSE_COMMAND: self.dispose,
             "as_not_safely": self.as_not_safely, "await": self.await_scope,
             "runtime_end": self.runtime_end, "statistics": self.statistics,
             "submit_concurrent": self.submit_concurrent,
@@ -698,11 +710,11 @@ class ReferenceAdapter:
         obj = target.obj
         mode = cmd.get("mode")
         try:
-            if mode == "dispose":
+            if mode == DISPOSE:
                 obj.dispose()
-            elif mode == "dispose_safely":
+            elif mode == DISPOSE_SAFELY:
                 obj.dispose_safely()
-            elif mode == "dispose_after_timeout":
+            elif mode == DISPOSE_AFTER_TIMEOUT:
                 obj.dispose_after_timeout(cmd.get("timeout_ms"))  # type: ignore[arg-type]
             elif mode == "destroy":
                 obj.destroy()
@@ -958,7 +970,7 @@ class ReferenceAdapter:
     # ------------------------------------------------------------------ hooks
     def _observe(self, queue: str, event: str, fields: dict[str, object]) -> None:
         """Trace observer: report a yield at the moment the core gives the turn back."""
-        if event != "yield_turn":
+        if event != YIELD_TURN:
             return
         ws = self._case.records.get((queue, fields["work"]))  # type: ignore[arg-type]
         if ws is None or ws.suspended_on is None:

@@ -19,6 +19,7 @@ from typing import Any
 from zlink_model import queue as core_queue
 from zlink_model import rules
 from zlink_model.queue import QueueCore, WorkRecord
+from zlink_model.vocabulary import ENTER_DRAIN
 
 
 @dataclasses.dataclass(frozen=True)
@@ -80,7 +81,7 @@ def _drain_without_flag_check() -> None:
         self.draining = True
         self.slice_started_at = now
         if self.config.observer is not None:
-            self.config.observer(self.name, "enter_drain", {"now": now})
+            self.config.observer(self.name, ENTER_DRAIN, {"now": now})
 
     QueueCore._place = patched_place  # type: ignore[method-assign]
     QueueCore.enter_drain = patched_enter  # type: ignore[method-assign]
