@@ -282,7 +282,7 @@ def test_every_number_in_the_readme_is_held_by_a_test() -> None:
 
 
 @needs_jdk
-@pytest.mark.parametrize(("threads", "mark"), [(FOUR, "on"), ("1", "off")])
+@pytest.mark.parametrize(("threads", "mark"), [(FOUR, "on"), (FOUR, "off"), ("1", "off")])
 def test_SE_6_5_an_inline_drain_fails_every_case_it_touches_on_the_rule_never_a_timeout(
         catalogue: Catalogue, threads: str, mark: str) -> None:
     """The inline-drain bug switch over the whole suite: on a four-thread pool with the
