@@ -26,7 +26,7 @@ from .oracle.checks import KIND_REASONS, KIND_RULES, Check, parse_check
 from .oracle.invariants import WorkInfo
 from .protocol.commands import command_problems
 from .protocol.routing import TargetInfo, route
-from .protocol.wire import CAPABILITIES
+from .protocol.wire import CAPABILITIES, with_implied
 
 __all__ = [
     "CASE_ID_PATTERN",
@@ -106,7 +106,7 @@ class Case:
 
     def missing(self, capabilities: Iterable[str]) -> list[str]:
         """The capabilities this case needs that the adapter did not declare."""
-        have = set(capabilities)
+        have = set(with_implied(capabilities))
         return [c for c in self.capabilities if c not in have]
 
     def covers(self, rule: str) -> bool:
@@ -264,7 +264,7 @@ def parse_case(raw: Any, filename: str, rules: Mapping[str, str],
         problems.append(f"{where}: the case checks nothing (no checks, no reply expectations)")
     builder.finish()
     problems += builder.problems
-    undeclared = sorted(builder.needs - set(caps))
+    undeclared = sorted(builder.needs - set(with_implied(caps)))
     if undeclared:
         problems.append(f"{where}: the steps need capabilities the case does not declare: "
                         f"{', '.join(undeclared)}")
@@ -461,7 +461,7 @@ class _Builder:
         elif name == "snapshot":
             self.needs.add("snapshots")
         elif name == "wait_for":
-            self.needs.add("reentrancy_detection")
+            self.needs.add("synchronous_wait")
             self.mentioned.append((str(op["work"]), where))
         elif name == "is_current":
             self.needs.add("queue_observation")
