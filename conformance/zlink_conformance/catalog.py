@@ -22,6 +22,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Final
 
+from .oracle.attribution import candidates
 from .oracle.checks import KIND_REASONS, KIND_RULES, Check, parse_check
 from .oracle.invariants import WorkInfo
 from .protocol.commands import command_problems
@@ -497,13 +498,21 @@ class _Builder:
     def attribute(self, check: Check, where: str) -> Check:
         """Give the check its rule, that rule's sentence, a reason (its own ``why``, else
         the sentence of its kind) and the case's rules as context. Its rule is the one it
-        names, else the one its kind observes (``KIND_RULES``) when the case lists it;
-        a check with neither has no rule of its own: a failure of it leads with the rule
+        names, else the one its kind observes (``KIND_RULES``) when the case lists it,
+        else the one case rule its kind and fields tell apart (``oracle.attribution``;
+        several it observes alike become its alternatives); a check with none of these
+        has no rule of its own: a failure of it leads with the rule
         the log's evidence points at (the model, an invariant), else the case's only
         rule, never the case's first by default (``Check.rule_for``). A named rule must
         be the case's and have a statement, and every check needs a reason."""
         implied = KIND_RULES.get(check.kind, "")
         rule = check.rule or (implied if implied in self.case_rules else "")
+        alternatives: tuple[str, ...] = ()
+        if not rule and len(self.case_rules) > 1:
+            # The case rules the check's kind observes (oracle.attribution): one is its
+            # rule; several that it observes alike lead its line together.
+            found = candidates(check.kind, check.fields, self.case_rules)
+            rule, alternatives = (found[0], ()) if len(found) == 1 else ("", found)
         if check.rule and check.rule not in self.case_rules:
             self.problems.append(f"{where}: the check names rule {check.rule!r}, which the "
                                  f"case's 'rules' do not list")
@@ -514,7 +523,8 @@ class _Builder:
                                  f"reason (rule {rule!r}, why {why!r})")
         return dataclasses.replace(
             check, rule=rule, rule_text=text, why=why, case_rules=tuple(self.case_rules),
-            rule_texts={r: self.rule_texts.get(r, "") for r in self.case_rules})
+            rule_texts={r: self.rule_texts.get(r, "") for r in self.case_rules},
+            alternatives=alternatives)
 
     def finish(self) -> None:
         """Every work a check or a ``wait_for`` names is submitted somewhere."""
