@@ -24,11 +24,12 @@ from typing import Any, Final
 
 from zlink_model.vocabulary import DISPOSE_AFTER_TIMEOUT
 
+from .oracle.attribution import candidates
 from .oracle.checks import KIND_REASONS, KIND_RULES, Check, parse_check
 from .oracle.invariants import WorkInfo
 from .protocol.commands import command_problems
 from .protocol.routing import TargetInfo, route
-from .protocol.wire import CAPABILITIES, DISPOSE_COMMAND
+from .protocol.wire import CAPABILITIES, DISPOSE_COMMAND, with_implied
 
 __all__ = [
     "CASE_ID_PATTERN",
@@ -108,7 +109,7 @@ class Case:
 
     def missing(self, capabilities: Iterable[str]) -> list[str]:
         """The capabilities this case needs that the adapter did not declare."""
-        have = set(capabilities)
+        have = set(with_implied(capabilities))
         return [c for c in self.capabilities if c not in have]
 
     def covers(self, rule: str) -> bool:
@@ -266,7 +267,7 @@ def parse_case(raw: Any, filename: str, rules: Mapping[str, str],
         problems.append(f"{where}: the case checks nothing (no checks, no reply expectations)")
     builder.finish()
     problems += builder.problems
-    undeclared = sorted(builder.needs - set(caps))
+    undeclared = sorted(builder.needs - set(with_implied(caps)))
     if undeclared:
         problems.append(f"{where}: the steps need capabilities the case does not declare: "
                         f"{', '.join(undeclared)}")
@@ -463,7 +464,7 @@ class _Builder:
         elif name == "snapshot":
             self.needs.add("snapshots")
         elif name == "wait_for":
-            self.needs.add("reentrancy_detection")
+            self.needs.add("synchronous_wait")
             self.mentioned.append((str(op["work"]), where))
         elif name == "is_current":
             self.needs.add("queue_observation")
@@ -499,13 +500,21 @@ class _Builder:
     def attribute(self, check: Check, where: str) -> Check:
         """Give the check its rule, that rule's sentence, a reason (its own ``why``, else
         the sentence of its kind) and the case's rules as context. Its rule is the one it
-        names, else the one its kind observes (``KIND_RULES``) when the case lists it;
-        a check with neither has no rule of its own: a failure of it leads with the rule
+        names, else the one its kind observes (``KIND_RULES``) when the case lists it,
+        else the one case rule its kind and fields tell apart (``oracle.attribution``;
+        several it observes alike become its alternatives); a check with none of these
+        has no rule of its own: a failure of it leads with the rule
         the log's evidence points at (the model, an invariant), else the case's only
         rule, never the case's first by default (``Check.rule_for``). A named rule must
         be the case's and have a statement, and every check needs a reason."""
         implied = KIND_RULES.get(check.kind, "")
         rule = check.rule or (implied if implied in self.case_rules else "")
+        alternatives: tuple[str, ...] = ()
+        if not rule and len(self.case_rules) > 1:
+            # The case rules the check's kind observes (oracle.attribution): one is its
+            # rule; several that it observes alike lead its line together.
+            found = candidates(check.kind, check.fields, self.case_rules)
+            rule, alternatives = (found[0], ()) if len(found) == 1 else ("", found)
         if check.rule and check.rule not in self.case_rules:
             self.problems.append(f"{where}: the check names rule {check.rule!r}, which the "
                                  f"case's 'rules' do not list")
@@ -516,7 +525,8 @@ class _Builder:
                                  f"reason (rule {rule!r}, why {why!r})")
         return dataclasses.replace(
             check, rule=rule, rule_text=text, why=why, case_rules=tuple(self.case_rules),
-            rule_texts={r: self.rule_texts.get(r, "") for r in self.case_rules})
+            rule_texts={r: self.rule_texts.get(r, "") for r in self.case_rules},
+            alternatives=alternatives)
 
     def finish(self) -> None:
         """Every work a check or a ``wait_for`` names is submitted somewhere."""

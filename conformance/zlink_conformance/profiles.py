@@ -2,11 +2,13 @@
 
 A *profile* names the capabilities of a kind of runtime; ``--profile core`` keeps the
 cases a runtime with only the basic serial guarantee can run: an Actor executor, a User
-PerActor Spot and an Entry Spot, nothing more (no capacity policy beyond what those
-cases set, no virtual clock, no Yield, no disposal, no lanes of its own). Those cases
+PerActor Spot and an Entry Spot whose works can wait synchronously for another work
+(``synchronous_wait``, the ``wait_for`` op, which any runtime whose code can block on a
+future offers), nothing more (no capacity policy beyond what those cases set, no virtual
+clock, no Yield, no disposal, no lanes of its own, no reentrancy detection). Those cases
 check per-owner FIFO, owners that are independent (more owners than a pool has threads,
-each one parked), routing, capacities, closing and the drain that never runs on the
-submitter's stack.
+each one parked), routing, capacities, closing, the drain that never runs on the
+submitter's stack, and the self-wait SE-8.2 forbids to deadlock.
 
 ``coverage`` answers, for a handshake's capabilities, how many cases will run and what
 each missing capability would add: the cases that need that one capability and no other
@@ -25,7 +27,7 @@ from .catalog import Case
 __all__ = ["PROFILES", "Coverage", "coverage", "in_profile"]
 
 PROFILES: Final[Mapping[str, tuple[str, ...]]] = {
-    "core": ("actor", "spot.user.per_actor", "spot.entry"),
+    "core": ("actor", "spot.user.per_actor", "spot.entry", "synchronous_wait"),
 }
 
 

@@ -26,9 +26,10 @@ def _submit(work: str, target: str = "A", entry: str = "execute_actor",
 def test_SE_6_6_a_check_naming_no_rule_leads_with_the_rule_the_model_found_broken(
         tmp_path: Path) -> None:
     """A runtime with one FIFO: the lifecycle work cannot overtake the waiting application
-    work. The case lists SE-6.5 first, but the log breaks SE-6.6, and the headline says
-    so; the case's rules follow as context."""
-    case = {"id": "required_SE_6_5_lifecycle_overtakes", "rules": ["SE-6.5", "SE-6.6"],
+    work. The case lists SE-6.5 first, and a start order is SE-6.6's or SE-6.7's alike
+    (oracle.attribution), but the log breaks SE-6.6, and the headline says so; the case's
+    rules follow as context."""
+    case = {"id": "required_SE_6_5_lifecycle_overtakes", "rules": ["SE-6.5", "SE-6.7", "SE-6.6"],
             "steps": [*_create("A"), _submit("a", script=[{"op": "gate", "gate": "g"}]),
                       _submit("b"), _submit("l", entry="execute_lifecycle"),
                       {"cmd": "settle"}, {"cmd": "open", "gate": "g"}],
@@ -47,7 +48,7 @@ def test_SE_6_6_a_check_naming_no_rule_leads_with_the_rule_the_model_found_broke
     head = result.messages[0]
     assert head.startswith("[SE-6.6] expect[0] start_order: expected start order a l b"), head
     assert "the log breaks SE-6.6: the model's verdict at started:b@" in head
-    assert head.endswith("case rules: SE-6.5, SE-6.6")
+    assert head.endswith("case rules: SE-6.5, SE-6.7, SE-6.6")
     assert any(m.startswith("[SE-6.6 model FifoWithinLane] started:b@")
                or m.startswith("[SE-6.6 model] started:b@") for m in result.messages)
     assert failure_rule(result) == "SE-6.6"

@@ -3,7 +3,8 @@ SE-6.5 (with or without the on_submitter_stack mark), a settle that never answer
 parked works hold their turns and another owner's work never starts fails with the
 starvation wording (SE-4.2), and the adapter is restarted for the next case. A start
 before the verdict on a runtime with one execution resource is SE-6.5 from the order
-alone; on any other runtime it stays the adapter's AP-7."""
+alone; on a pool it rests on the adapter holding its pool threads (AP-7), and the mark tells
+the two apart."""
 
 from __future__ import annotations
 
@@ -97,13 +98,31 @@ def test_SE_6_5_a_start_before_the_verdict_on_one_execution_resource_is_the_runt
         ev("started", "a", "A"), ev("finished", "a", "A"), ev("accepted", "a", "A")]}]
     caps = ["actor", "single_execution_resource"] if single else ["actor"]
     result = run_scripted(tmp_path, case, steps, capabilities=caps)
-    if single:
-        assert result.status == "failed", result.messages
-        assert result.messages[0].startswith(
-            "[SE-6.5] a started@"), result.messages
-        assert "before its verdict@" in result.messages[0]
-        assert not any("AP-7" in m for m in result.messages)
-    else:
-        assert result.status == "error", result.messages
-        assert result.messages[0].startswith("adapter fault [AP-7] a: accepted@")
-        assert "on_submitter_stack mark" in result.messages[0]
+    assert result.status == "failed", result.messages
+    assert result.messages[0].startswith("[SE-6.5] a started@"), result.messages
+    assert "before its verdict@" in result.messages[0]
+    assert not any(m.startswith("adapter fault") for m in result.messages)
+    # On a pool the inference rests on the adapter holding its pool threads (AP-7), and
+    # the line says what would tell the two apart.
+    assert ("nothing else can have run it" in result.messages[0]) is single
+    assert ("on_submitter_stack mark tells apart" in result.messages[0]) is not single
+
+
+@pytest.mark.parametrize(("first", "marked"), [("started", False), ("cancelled", None)])
+def test_AP_7_stays_for_what_only_an_adapter_writes_before_a_verdict(
+        tmp_path: Path, first: str, marked: bool | None) -> None:
+    """A start the mark places on a pool thread, or a first event no inline run writes,
+    before the verdict: the adapter's AP-7, on a pool as on one execution resource."""
+    case = {"id": "required_SE_6_5_unmarked", "rules": ["SE-6.5"],
+            "steps": [CREATE_A, _submit("a")]}
+    head = ev(first, "a", "A")
+    if marked is not None:
+        head["on_submitter_stack"] = marked
+    steps = [{"cmd": "submit", "work": "a", "events": [
+        head, *([ev("finished", "a", "A")] if first == "started" else []),
+        ev("accepted", "a", "A")]}]
+    for caps in (["actor"], ["actor", "single_execution_resource"]):
+        result = run_scripted(tmp_path, case, steps, capabilities=caps)
+        assert result.status == "error", (caps, result.messages)
+        assert result.messages[0].startswith("adapter fault [AP-7] a: accepted@"), \
+            result.messages

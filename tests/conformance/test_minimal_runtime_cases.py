@@ -1,10 +1,11 @@
 """Cases a minimal runtime can run, each failed by a broken adapter (a bug switch): the
-``core`` profile (an Actor, a PerActor Spot and an Entry Spot, nothing more) runs at
-least 30 cases, among them owners that stay independent when there are more of them
-than a pool has threads, a parked drain that keeps no other owner waiting, and the
-Entry Spot variants of the PerActor cases; concurrent FIFO admission without a capacity
-policy; ``list`` says what a handshake's capabilities run and what each missing one
-would add."""
+``core`` profile (an Actor, a PerActor Spot and an Entry Spot whose works can wait
+synchronously, nothing more) runs at least 30 cases, among them owners that stay
+independent when there are more of them than a pool has threads, a parked drain that
+keeps no other owner waiting, the Entry Spot variants of the PerActor cases, concurrent
+FIFO admission without a capacity policy from several owners at once, and the self-wait
+SE-8.2 forbids to deadlock; ``list`` says what a handshake's capabilities run and what
+each missing one would add."""
 
 from __future__ import annotations
 
@@ -52,6 +53,14 @@ KILLERS: dict[str, tuple[str, dict[str, str]]] = {
         (str(PRELOAD_FILE), {"ZLINK_MUTANT_NAME": "actors_share_one_mailbox"}),
     "required_SE_6_2_closing_an_entry_spot_finishes_accepted_work_and_refuses_new_work":
         (str(PRELOAD_FILE), {"ZLINK_MUTANT_NAME": "close_drops_accepted"}),
+    # Racing nested submissions into one Actor executor: a second drain, a FIFO break.
+    "required_SE_6_3_submissions_racing_from_several_owners_into_one_actor_run_one_at_a_time_in_admission_order":
+        (str(PRELOAD_FILE), {"ZLINK_MUTANT_NAME": "drain_without_flag_check"}),
+    # No reentrancy detection declared: the runtime blocks at the self-wait.
+    "required_SE_8_2_a_work_waiting_for_later_work_of_its_own_actor_executor_raises_at_once":
+        (str(PRELOAD_FILE), {"ZLINK_MUTANT_NAME": "reentrancy_check_off"}),
+    "required_SE_8_2_a_work_waiting_for_later_work_of_its_own_actor_raises_at_once_on_an_entry_spot":
+        (str(PRELOAD_FILE), {"ZLINK_MUTANT_NAME": "reentrancy_check_off"}),
     "optional_SE_6_3_concurrent_submissions_to_one_actor_run_one_at_a_time_in_admission_order":
         (str(PRELOAD_FILE), {"ZLINK_MUTANT_NAME": "drain_without_flag_check"}),
 }
@@ -60,9 +69,29 @@ KILLERS: dict[str, tuple[str, dict[str, str]]] = {
 def test_the_core_profile_runs_at_least_30_cases_among_them_the_new_ones() -> None:
     catalogue = load_catalogue()
     core = {c.id for c in in_profile(catalogue.cases, "core")}
-    assert PROFILES["core"] == ("actor", "spot.user.per_actor", "spot.entry")
+    assert PROFILES["core"] == ("actor", "spot.user.per_actor", "spot.entry", "synchronous_wait")
     assert len(core) >= 30, len(core)
     assert {k for k in KILLERS if k.startswith("required_")} <= core
+    # concurrent admission, starvation across owners (eight gated owners, more than a
+    # pool of four has threads), self-waits
+    for kind in ("required_SE_6_3_submissions_racing_from_several_owners_",
+                 "required_SE_4_2_eight_gated_actors_", "required_SE_8_2_a_work_waiting_"):
+        assert any(c.startswith(kind) for c in core), kind
+
+
+def test_SE_6_3_racing_nested_submissions_out_of_admission_order_fail_the_model() -> None:
+    """The second broken runtime for the racing case: one that runs an owner's works out
+    of admission order (the reference's fifo_swap) fails it on the model's FIFO."""
+    cases = select(load_catalogue(), [
+        "required_SE_6_3_submissions_racing_from_several_owners_into_one_actor_run_one_at_"
+        "a_time_in_admission_order"])
+    with Runner(reference_adapter_command(),
+                env=child_env(ZLINK_ADAPTER_PRELOAD=str(PRELOAD_FILE),
+                              ZLINK_MUTANT_NAME="fifo_swap"), timeout=10) as runner:
+        bad = runner.run(cases).results[0]
+    assert bad.status == "failed", bad.messages
+    assert any(m.startswith("[SE-6.6 model FifoWithinLane] started:") for m in bad.messages), \
+        bad.messages
 
 
 @pytest.mark.parametrize("case_id", sorted(KILLERS))
@@ -99,9 +128,10 @@ def test_SE_4_2_a_bounded_pool_is_told_it_starves(tmp_path: Path) -> None:
 def test_SE_8_2_a_work_that_hangs_waiting_for_later_work_of_its_owner_fails_the_rule(
         tmp_path: Path) -> None:
     """A runtime that deadlocks on a wait for its own owner's later work (instead of the
-    immediate error SE-8.2 demands) fails SE-8.2, not a bare timeout."""
+    immediate error SE-8.2 demands) fails SE-8.2, not a bare timeout: with the wait alone
+    (synchronous_wait), reentrancy detection not declared."""
     case = {"id": "required_SE_8_2_self_wait", "rules": ["SE-8.2"],
-            "capabilities": ["actor", "reentrancy_detection"],
+            "capabilities": ["actor", "synchronous_wait"],
             "steps": [{"cmd": "create", "target": "A", "type": "actor"},
                       {"cmd": "submit", "work": "w", "target": "A", "entry": "execute_actor",
                        "script": [{"op": "submit", "work": "n", "target": "A",
@@ -112,7 +142,7 @@ def test_SE_8_2_a_work_that_hangs_waiting_for_later_work_of_its_owner_fails_the_
                  ev("accepted", "w", "A"), ev("started", "w", "A"), ev("accepted", "n", "A")]},
              {"cmd": "settle", "hang": True}]
     result = run_scripted(tmp_path, case, steps,
-                          capabilities=["actor", "reentrancy_detection"], timeout=1.0)
+                          capabilities=["actor", "synchronous_wait"], timeout=1.0)
     assert result.status == "failed", result.messages
     assert result.messages[0].startswith(
         "[SE-8.2] w (started@"), result.messages
@@ -130,7 +160,8 @@ def test_list_says_what_a_hello_runs_and_what_each_missing_capability_adds(
     assert proc.returncode == 0, proc.stderr
     catalogue = load_catalogue()
     cov = coverage(catalogue.cases, PROFILES["core"])
-    assert f"with capabilities actor, spot.user.per_actor, spot.entry: {cov.runs} of " \
+    assert f"with capabilities actor, spot.user.per_actor, spot.entry, synchronous_wait: "\
+           f"{cov.runs} of " \
            f"{len(catalogue.cases)} cases run" in proc.stdout
     assert "each missing capability would add:" in proc.stdout
     yield_adds = [n for cap, n, _ in cov.would_add if cap == "yield"]

@@ -59,6 +59,7 @@ const CAPABILITIES = [
   'spot.user.spot_wide',
   'statistics',
   'submitter_stack',
+  'synchronous_wait',
   'virtual_clock',
   'yield',
   'zombie_listing',

@@ -112,15 +112,17 @@ ENTRY_SET_RULE: Final = "SE-3.1"
 
 
 def explain(rule: str, rule_text: str, why: str, problem: str, *, where: str = "",
-            context: Sequence[str] = (), evidence: str = "") -> str:
+            context: Sequence[str] = (), evidence: str = "",
+            alternatives: Sequence[str] = ()) -> str:
     """One failure line, leading with the rule it is about: ``[SE-6.5] expect[0] kind:
     seen...; rule SE-6.5: ...; why: ...; case rules: ...``. ``where`` names the step;
     ``context`` is the case's rules, shown after the reason when there are several;
     ``evidence`` says what else in the log points at ``rule`` (the model's divergence),
-    when the check itself names no rule."""
+    when the check itself names no rule; ``alternatives``, the case rules the check's
+    kind observes alike, narrow a line with no single rule."""
     if not rule:
         # No single rule: the line leads with the rules it may be about.
-        rule = " or ".join(context)
+        rule = " or ".join(alternatives or context)
     head = f"{where}: {problem}" if where else problem
     text = f"[{rule}] {head}" if rule else head
     if evidence:
@@ -154,6 +156,9 @@ class Check:
     rule_text: str = ""  # what that rule demands, in one sentence (from the catalogue)
     case_rules: tuple[str, ...] = ()  # the case's rules: context for every line
     rule_texts: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    # Without a rule of its own: the case rules its kind observes alike (two or more,
+    # ``oracle.attribution``), which a failure leads with instead of all the case's.
+    alternatives: tuple[str, ...] = ()
 
     def rule_for(self, evidence: tuple[str, str] | None) -> tuple[str, str, str]:
         """(rule, its sentence, what in the log points at it) a failure line leads with:
@@ -204,7 +209,8 @@ class Check:
             else:
                 problem = found
             out.append(explain(rule, text, self.why, problem, where=where,
-                               context=self.case_rules, evidence=seen))
+                               context=self.case_rules, evidence=seen,
+                               alternatives=self.alternatives))
         return out
 
     def describe(self) -> str:

@@ -1,13 +1,19 @@
 """What the kit infers from the order of events alone, without a mark from the adapter.
 
-**A start before the verdict, on one execution resource.** A runtime that declared
-``single_execution_resource`` has one thread (or event loop) for every owner; while it
-is inside a submit call nothing else runs. A work whose ``started`` comes before its own
-``accepted`` can then only have begun inside that call, on the submitter's stack:
-SE-6.5, not the adapter's AP-7. On any other runtime a pool thread may legitimately start
-the work while the submitter is still writing the verdict, so there the order alone
-proves nothing: it stays AP-7 (the adapter lets a work start before its verdict is
-written) unless the ``on_submitter_stack`` mark says the runtime ran it inline.
+**A start before the verdict.** An adapter writes a work's verdict (``accepted`` or
+``rejected``) before any other event of it (AP-7): a work that begins on another thread
+waits for its verdict to be written first. The one work an adapter cannot hold is one
+that begins on the submitting thread inside the submit call: its verdict is written only
+once the call returns, and holding the work would hold the call for ever. So a
+``started`` written before its own verdict began inside that call, on the submitter's
+stack: SE-6.5, not the adapter's AP-7, on any runtime and whether or not the adapter
+marks ``on_submitter_stack``. On a runtime that declared ``single_execution_resource``
+the order proves it outright (nothing else runs while the one thread is inside the
+call); on a pool it rests on the adapter holding its pool threads, and the line says so.
+The mark, when given, decides: ``true`` is judged by the ``OffSubmitterStack`` invariant,
+``false`` says a pool thread began the work, so the early ``started`` is the adapter's
+AP-7 (it did not hold that thread). A verdict after any other first event (no inline run
+writes anything but ``started`` first) is always AP-7.
 
 **Hangs.** An adapter that does not answer within the case timeout is hung, and the case
 would be an error of the adapter. But two hangs are the runtime's, and the log says so:
@@ -50,25 +56,31 @@ __all__ = ["hang_evidence", "inline_starts"]
 
 
 def inline_starts(log: CaseLog, *, single_resource: bool) -> list[str]:
-    """SE-6.5 lines for works that started before their own verdict, on a runtime with
-    one execution resource (module docstring); empty on any other runtime."""
-    if not single_resource:
-        return []
+    """SE-6.5 lines for works whose unmarked ``started`` came before their own verdict
+    (module docstring): on one execution resource the order proves it; on any other
+    runtime it rests on the adapter holding a pool thread's work until its verdict."""
     out = []
     for work in dict.fromkeys(e.work for _, e in log.events if e.work is not None):
         events = log.of(work)
         verdict = next((pos for pos, e in events if e.name in ("accepted", "rejected")), None)
-        started = next(((pos, e) for pos, e in events if e.name == "started"), None)
-        if verdict is None or started is None or started[0] > verdict:
+        if verdict is None or not events or events[0][0] > verdict:
             continue
-        start, event = started
-        if event.fields.get("on_submitter_stack") is True:
-            continue  # marked: the OffSubmitterStack invariant says it already
+        start, event = events[0]
+        if event.name != "started" or "on_submitter_stack" in event.fields:
+            continue  # another first event is AP-7; a marked start is judged by its mark
+        if single_resource:
+            how = ("on a runtime with one execution resource nothing else can have run it "
+                   "before the call returned")
+        else:
+            how = ("an adapter holds a work that begins on another thread until its verdict "
+                   "is written (AP-7), so only the submitting thread, inside the call, can "
+                   "have written this start first; if the adapter does not hold its pool "
+                   "threads, that is its AP-7 instead, which the on_submitter_stack mark "
+                   "tells apart")
         out.append(f"[SE-6.5] {work} started@{start} before its verdict@{verdict}, inside the "
-                   f"submit call that admitted it: on a runtime with one execution resource "
-                   f"nothing else can have run it before the call returned (inferred from "
-                   f"the order; no on_submitter_stack mark): the drain must be posted, "
-                   f"never run on the submitter's stack")
+                   f"submit call that admitted it: {how} (inferred from the order; no "
+                   f"on_submitter_stack mark): the drain must be posted, never run on the "
+                   f"submitter's stack")
     return out
 
 

@@ -46,7 +46,10 @@ def first_events(events: Sequence[Event], limit: int = 3) -> str:
 def verdict_order_faults(events: Sequence[tuple[int, Event]]) -> list[str]:
     """AP-7: a work whose ``accepted``/``rejected`` came after another event of it. The
     runtime cannot run a work it has not admitted; the adapter wrote the verdict late,
-    unless the work's ``started`` says it ran on the submitter's stack."""
+    unless the work's first event is a ``started`` that did not say it ran on a pool
+    thread: a start on the submitter's stack comes before the verdict the submitter writes
+    once the call returns, which is the runtime's SE-6.5 (``oracle.inference``, and the
+    ``OffSubmitterStack`` invariant for a start marked ``on_submitter_stack: true``)."""
     first: dict[str, tuple[int, Event]] = {}
     out = []
     for pos, event in events:
@@ -58,14 +61,15 @@ def verdict_order_faults(events: Sequence[tuple[int, Event]]) -> list[str]:
             continue
         if event.name in ("accepted", "rejected"):
             before_pos, before = first[work]
-            # A work its runtime ran inside the submit call (SE-6.5) starts before the
-            # entry returns the verdict: the runtime's fault, judged by SE-6.5's checks.
-            if before.fields.get("on_submitter_stack") is True:
-                continue
+            if before.name == "started" and \
+                    before.fields.get("on_submitter_stack", True) is not False:
+                continue  # SE-6.5's, judged from the mark or the order
             if before.name not in ("accepted", "rejected"):
+                why = ("its started says on_submitter_stack false: a pool thread began the "
+                       "work and the adapter did not hold it until the verdict was written"
+                       if before.name == "started" else
+                       "no run on the submitter's stack writes anything but started first")
                 out.append(adapter_fault(
                     "AP-7", f"{work}: {event.name}@{pos} was written after "
-                            f"{before.name}@{before_pos} (if the runtime ran the work inside "
-                            f"its submit call, the on_submitter_stack mark of capability "
-                            f"submitter_stack lets the kit judge it as SE-6.5)"))
+                            f"{before.name}@{before_pos} ({why})"))
     return out

@@ -30,7 +30,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 from zlink_model.vocabulary import CLOSE, DISPOSALS, DISPOSE
@@ -47,6 +47,7 @@ __all__ = [
     "ERROR_KINDS",
     "EVENT_FIELDS",
     "ID_PATTERN",
+    "IMPLIED_CAPABILITIES",
     "MAX_LINE_BYTES",
     "OPS",
     "OUTCOMES",
@@ -62,6 +63,7 @@ __all__ = [
     "FieldSpec",
     "Reply",
     "parse_adapter_line",
+    "with_implied",
 ]
 
 PROTOCOL_VERSION: Final = 1
@@ -136,7 +138,14 @@ CAPABILITIES: Final[Mapping[str, str]] = {
         "first come, first served (D-13); needed to observe a cut time slice"
     ),
     "snapshots": "Actor registrations (`register`, `update_registration`) and the `snapshot` op",
-    "reentrancy_detection": "the `wait_for` op: a work waits synchronously for another work",
+    "synchronous_wait": (
+        "the `wait_for` op: a work waits synchronously for another work (a runtime without "
+        "reentrancy detection blocks where SE-8.2 demands an error, and fails there)"
+    ),
+    "reentrancy_detection": (
+        "the runtime refuses a synchronous wait that could never end (`wait_for` reports "
+        "`error` `reentrancy`, SE-8.2); implies `synchronous_wait`"
+    ),
     "disposal": "dispose, dispose_safely, dispose_after_timeout, destroy, as_not_safely, await",
     "runtime_end": "the runtime end of SD-5 (`runtime_end`)",
     "statistics": "the `statistics` command: active and zombie counts, reservations per owner",
@@ -163,6 +172,25 @@ CAPABILITIES: Final[Mapping[str, str]] = {
 # queue of the target; ``dispose`` disposes its scope by one of ``DISPOSE_MODES``.
 CLOSE_COMMAND: Final = CLOSE
 DISPOSE_COMMAND: Final = DISPOSE
+
+# A capability that implies others: an adapter declaring the key offers them too. An
+# adapter written before `synchronous_wait` existed offered `wait_for` under
+# `reentrancy_detection` alone, and keeps running every case it ran.
+IMPLIED_CAPABILITIES: Final[Mapping[str, tuple[str, ...]]] = {
+    "reentrancy_detection": ("synchronous_wait",),
+}
+
+
+def with_implied(capabilities: Iterable[str]) -> tuple[str, ...]:
+    """The capabilities with every one they imply, in order, each once."""
+    out: dict[str, None] = {}
+    for cap in capabilities:
+        out[cap] = None
+        for implied in IMPLIED_CAPABILITIES.get(cap, ()):
+            out[implied] = None
+    return tuple(out)
+
+
 COMMANDS: Final = (
     "hello", "reset", "create", "submit", "submit_concurrent", "open", "complete", "fail",
     "advance", "register", "update_registration", "settle", CLOSE_COMMAND, DISPOSE_COMMAND,

@@ -42,6 +42,7 @@ from ..protocol.wire import (
     Event,
     Reply,
     parse_adapter_line,
+    with_implied,
 )
 
 __all__ = [
@@ -461,6 +462,7 @@ def _read_handshake(msg: Reply, fail: Callable[[type[AdapterError], str], Adapte
     surface = fields.get("surface")
     if surface is not None and not isinstance(surface, dict):
         raise fail(HandshakeError, f"{where}: 'surface' must be an object")
-    known = tuple(c for c in caps if c in CAPABILITIES)
+    # A capability that implies others brings them (an older adapter's wait_for).
+    known = tuple(c for c in with_implied(caps) if c in CAPABILITIES)
     unknown = tuple(c for c in caps if c not in CAPABILITIES)
     return Handshake(PROTOCOL_VERSION, runtime, known, unknown, dict(fields))

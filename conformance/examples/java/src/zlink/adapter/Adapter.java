@@ -103,12 +103,17 @@ public final class Adapter {
             "actor", "concurrent_submission", "disposal", "member_listing", "queue",
             "queue_observation", "reentrancy_detection", "runtime_end", "session", "snapshots",
             "spot.entry", "spot.instance", "spot.user.per_actor", "spot.user.spot_wide",
-            "statistics", "submitter_stack", "virtual_clock", "yield", "zombie_listing",
-            "zombie_warning"));
+            "statistics", "submitter_stack", "synchronous_wait", "virtual_clock", "yield",
+            "zombie_listing", "zombie_warning"));
         // One thread serves ready owners first come, first served (D-13); with more, the
         // owners run side by side and a cut slice is not observable, so it is not claimed.
         if (threads == 1) caps.add("single_execution_resource");
         if (!MARK) caps.remove("submitter_stack");
+        // Without the detection the runtime still waits synchronously (and deadlocks
+        // where SE-8.2 demands an error), so it claims the wait but not the detection.
+        if (ZLinkRuntime.activeBugs().contains("no_reentrancy_detection")) {
+            caps.remove("reentrancy_detection");
+        }
         Collections.sort(caps);
         return caps;
     }

@@ -2,6 +2,7 @@ package zlink.adapter;
 
 import java.util.ArrayList;
 import java.util.Collections;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -39,6 +40,18 @@ final class Case implements ZLinkObserver {
      *  begins while it is not zero began on the submitter's stack (SE-6.5 forbids it);
      *  a pool thread that runs a posted drain sees zero. */
     private static final ThreadLocal<Integer> SUBMITTING = ThreadLocal.withInitial(() -> 0);
+    /** The submission this thread is inside the entry call of: the runtime's admit hook
+     *  gives it its place in its queue's admission order. */
+    private static final ThreadLocal<WorkState> ADMITTING = new ThreadLocal<>();
+
+    /** Verdicts in admission order, per queue: works submitted from several threads at
+     *  once are admitted in one order, and their accepted events must say that order
+     *  (the log is the order the runtime did things in). Each admission takes the next
+     *  ticket of its queue under the queue's lock (the admit hook); its verdict is written
+     *  once every earlier ticket of that queue is. */
+    private final Object verdictOrder = new Object();
+    private final Map<String, Long> ticketsTaken = new HashMap<>();
+    private final Map<String, Long> ticketsWritten = new HashMap<>();
 
     private final Adapter adapter;
     private volatile boolean live = true;
@@ -83,6 +96,15 @@ final class Case implements ZLinkObserver {
     @Override
     public void transition(String queue, String event, ZLinkWorkHandle work) {
         if (Adapter.TRACE) Adapter.log("trace " + queue + " " + event + (work != null ? " " + work.label() : ""));
+        WorkState ws = ADMITTING.get();
+        if ("admit".equals(event) && ws != null && ws.ticketQueue == null) {
+            // Under the queue's lock: tickets of one queue follow its admission order.
+            synchronized (verdictOrder) {
+                ws.ticketQueue = queue;
+                ws.ticket = ticketsTaken.getOrDefault(queue, 0L);
+                ticketsTaken.put(queue, ws.ticket + 1);
+            }
+        }
     }
 
     /** Called by the runtime while the yielding work still holds its turn: the one moment
@@ -149,6 +171,8 @@ final class Case implements ZLinkObserver {
         ScriptRun run = new ScriptRun(this, ws, script, go);
         ZLinkWorkHandle handle;
         SUBMITTING.set(SUBMITTING.get() + 1);
+        WorkState outer = ADMITTING.get();
+        ADMITTING.set(ws);
         try {
             handle = target.submit((String) entry, run::start, sub);
         } catch (ZLinkRejectedException e) {
@@ -161,16 +185,41 @@ final class Case implements ZLinkObserver {
             throw Adapter.bad(e.getMessage());
         } finally {
             SUBMITTING.set(SUBMITTING.get() - 1);
+            ADMITTING.set(outer);
         }
         handle.setLabel(id);
         ws.handle = handle;
         ws.admitOwner = handle.queueName();
-        emit("accepted", "work", id, "owner", ws.admitOwner);
+        writeAccepted(ws);
         // What the work's own code cannot report: an end before it started (cancelled by a
         // disposal), or a failure outside its script.
         handle.whenDone().thenAccept(h -> endedOutside(ws, h));
         if (batch == null) go.countDown();
         return "accepted";
+    }
+
+    /** Write {@code accepted} once every work its queue admitted earlier has its verdict
+     *  written. Not when this thread is still inside an outer entry call: a drain run on
+     *  the submitter's stack (SE-6.5's bug) holds the earlier verdict until it returns,
+     *  and its order is broken anyway. */
+    private void writeAccepted(WorkState ws) {
+        synchronized (verdictOrder) {
+            if (ws.ticketQueue != null && SUBMITTING.get() == 0) {
+                while (live && ticketsWritten.getOrDefault(ws.ticketQueue, 0L) < ws.ticket) {
+                    try {
+                        verdictOrder.wait(100);
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                        return;
+                    }
+                }
+            }
+            emit("accepted", "work", ws.id, "owner", ws.admitOwner);
+            if (ws.ticketQueue != null) {
+                ticketsWritten.merge(ws.ticketQueue, 1L, Long::sum);
+                verdictOrder.notifyAll();
+            }
+        }
     }
 
     private void endedOutside(WorkState ws, ZLinkWorkHandle h) {
@@ -202,6 +251,8 @@ final class Case implements ZLinkObserver {
         volatile ZLinkWorkHandle handle;
         volatile String pendingCall; // the call a work is making a framework call on
         volatile boolean yielded; // it gave its turn back and has not resumed yet
+        volatile String ticketQueue; // the queue that admitted it, from the admit hook
+        volatile long ticket; // its place in that queue's admission order
 
         WorkState(String id, String owner) {
             this.id = id;
