@@ -113,7 +113,7 @@ class ZombieInfo:
 
     scope: str
     queue: str
-    work: int
+    work: int  # -1 for a held work, not placed in its queue yet (D-22)
     label: str
     since: float  # clock reading when the scope was disposed safely
     state: str  # queued, running, suspended, requeued
@@ -162,7 +162,6 @@ class ScopeMixin:
         """The held works not ended yet (the zombies among them only if asked)."""
         return [rec for _, rec in self._held()
                 if not rec.done() and (zombies_too or not rec.zombie)]
-
 
     def _scope_state(self) -> ScopeState:
         """This scope's disposal state, kept by its own runtime."""
