@@ -49,6 +49,7 @@ from zlink_reference import (
     ZLinkExecutionLanePolicy,
     ZLinkRejectedError,
     ZLinkSerialExecutionQueue,
+    ZLinkSessionSerialExecutor,
     ZLinkSpotSerialExecutor,
     ZLinkUserSpotExecutionMode,
     ZLinkWorkHandle,
@@ -544,6 +545,133 @@ async def handle_writes(size: Size, rnd: random.Random) -> Counts:
     return total
 
 
+FINAL_MODES = ("none", "dispose", "dispose_safely", "timeout_in_time", "timeout_expires")
+
+
+async def session_finals(size: Size, rnd: random.Random) -> Counts:
+    """A session's final work, submitted by its last packet or from outside, completing
+    or hanging, under each disposal mode taken at a random moment (often while the
+    final work is still held back behind the packets): it is a work from its
+    acceptance (D-22). The books say how many accepted works have not ended; the
+    session's ``active_count() + zombie_count()`` must say the same at every look, an
+    ``await_completion`` begun before the final work was accepted must not return
+    while a work that is no zombie is live, and after an expired disposal timeout
+    nothing may be live, the final work included (SD-1)."""
+    total = Counts("session final works under disposal")
+    for _rep in range(size.rounds):
+        for mode, by_packet, hangs in itertools.product(FINAL_MODES, (True, False),
+                                                        (True, False)):
+            if total.violations:
+                return total
+            await _final_round(total, size, rnd, mode, by_packet, hangs)
+    return total
+
+
+async def _final_round(total: Counts, size: Size, rnd: random.Random, mode: str,
+                       by_packet: bool, hangs: bool) -> None:
+    ledger = Ledger(total.scenario)
+    clock = VirtualClock()
+    owner = ZLinkSessionSerialExecutor("s", clock=clock, observer=ledger.observer,
+                                       error_hook=ledger.error_hook)
+    where = f"{mode}, final by {'packet' if by_packet else 'caller'}, " \
+            f"{'hanging' if hangs else 'returning'}"
+    gate, final_gate = asyncio.Event(), asyncio.Event()
+    external: list[asyncio.Future[None]] = []
+    safely = [False]  # the bar made every live work a zombie (dispose_safely)
+
+    def look(moment: str) -> None:
+        live = sum(1 for h in ledger.handles if not h.done())
+        counted = owner.active_count() + owner.zombie_count()
+        if counted != live:
+            total.violations.append(
+                f"{where}, {moment}: the session counts {counted} live works, the books "
+                f"{live} (D-22: the final work counts from its acceptance)")
+
+    async def final_work() -> None:
+        if hangs:
+            await final_gate.wait()  # holds the turn until the bar opens it
+
+    def submit_final() -> None:
+        ledger.submit(lambda: owner.execute_final(final_work))
+        look("just after execute_final")
+
+    def packet(n: int, last: bool) -> Callable[[], Any]:
+        async def work() -> None:
+            if n % 3 == 1:
+                ext: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+                external.append(ext)
+                await yield_framework_call(ext)
+            elif n % 3 == 2:
+                await gate.wait()
+            if last:
+                submit_final()
+        return work
+
+    async def waiter() -> None:
+        await owner.await_completion()
+        if not safely[0]:
+            active = [i for i, h in enumerate(ledger.handles) if not h.done()]
+            if active:
+                total.violations.append(
+                    f"{where}: await_completion returned while accepted works {active} "
+                    "were active (SD-3, D-22)")
+
+    entries = (owner.execute_application, owner.execute_control,
+               owner.execute_infrastructure)
+    count = max(3, size.works // 4)
+    waiting = asyncio.ensure_future(waiter())
+    for n in range(count):
+        last = by_packet and n == count - 1
+        ledger.submit(lambda n=n, last=last: entries[n % 3](packet(n, last)))
+    await asyncio.sleep(0)
+    if not by_packet:
+        submit_final()
+
+    def answer() -> None:
+        for fut in external:
+            if not fut.done():
+                fut.set_result(None)
+        gate.set()
+
+    for _ in range(rnd.randrange(3)):
+        await asyncio.sleep(0)
+        look("while the packets run")
+    if mode == "dispose":
+        owner.dispose()
+    elif mode == "dispose_safely":
+        safely[0] = True
+        owner.dispose_safely()
+    elif mode.startswith("timeout"):
+        owner.dispose_after_timeout(5)
+    look("after the disposal call")
+    if mode == "timeout_expires":
+        # The packets end within the bound; a final work that hangs then must be
+        # cancelled when the time is up, held or placed (SD-1, D-22).
+        for _ in range(3):
+            answer()
+            await run_until_idle()
+            look("before the bound")
+        clock.advance(10)
+        await run_until_idle()
+        late = [i for i, h in enumerate(ledger.handles) if not h.done()]
+        if late:
+            total.violations.append(f"{where}: accepted works {late} still live after the "
+                                    "disposal timeout expired (SD-1, D-22)")
+
+    def pump() -> None:
+        answer()
+        final_gate.set()
+
+    counts = await ledger.settle([owner], pump=pump)
+    look("after every work ended")
+    try:
+        await asyncio.wait_for(waiting, size.settle_s)
+    except TimeoutError:
+        total.violations.append(f"{where}: await_completion did not return after every "
+                                "work ended")
+    total.add(counts)
+
+
 async def threads_racing_close_and_dispose(size: Size, rnd: random.Random) -> Counts:
     """``size.threads`` OS threads submitting through every entry while two more threads
     call ``close()`` and ``dispose()`` and the loop runs the works (some of which
@@ -611,6 +739,7 @@ SCENARIOS: tuple[tuple[str, Scenario], ...] = (
     ("flood", flood),
     ("threads", threads_racing_close_and_dispose),
     ("handle_writes", handle_writes),
+    ("session_finals", session_finals),
 )
 
 

@@ -71,6 +71,11 @@ def test_SE_6_3_writes_through_handles_never_reach_the_books() -> None:
     assert counts.outcomes == {"completed": counts.accepted}
 
 
+def test_SD_1_a_sessions_final_work_counts_and_is_bounded_from_acceptance() -> None:
+    counts = _held("session_finals")
+    assert counts.outcomes["completed"] > 0 and counts.outcomes["cancelled"] > 0
+
+
 TINY = Size(rounds=1, works=12, flood=100, threads=2, per_thread=4, settle_s=0.5)
 
 

@@ -101,6 +101,8 @@ class Waiter:
     kind: str  # "completion" or "after_cancellation"
     task: asyncio.Task[None]
     mode_at_call: str
+    jobs_at_call: int  # the works accepted before the wait began
+    seen_done: bool = False
 
 
 def _placed(handle: ZLinkWorkHandle[Any] | None) -> bool:
@@ -323,7 +325,7 @@ class DisposalMachine(RuleBasedStateMachine):
             coro = s.await_completion()
             kind = "completion"
         task = self.driver.loop.create_task(coro)
-        self.waiters.append(Waiter(kind, task, self.mode))
+        self.waiters.append(Waiter(kind, task, self.mode, len(self.jobs)))
         self.driver.idle()
 
     @precondition(lambda self: self.ready)
@@ -357,7 +359,8 @@ class DisposalMachine(RuleBasedStateMachine):
         fail_on(found, disagreements, f"disposal ({self.kind})")
         assert not self.driver.errors, f"the loop logged errors: {self.driver.errors}"
         assert not self.broken, "; ".join(self.broken)
-        live = [j for j in self._live() if _placed(j.handle)]
+        # A session's final work counts from its acceptance, placed or not (D-22).
+        live = self._live()
         active = sum(1 for j in live if not j.zombie)
         zombies = sum(1 for j in live if j.zombie)
         s = self.scope
@@ -376,13 +379,30 @@ class DisposalMachine(RuleBasedStateMachine):
                     f"CancellationOnOwnTurn: work {job.index} had not started when its "
                     f"scope cancelled it, and started anyway (SD-1)")
             if not _placed(h):
-                continue  # a session's final work not placed yet
+                # A final work that never reached its queue (cancelled while held,
+                # D-22) has no trace; it must have ended cancelled, never started.
+                if h.done():
+                    assert h.cancelled() and not job.started, (
+                        f"D-22: the held final work {job.index} ended "
+                        f"{h.outcome()} without being placed")
+                continue
             failed += settled_as_traced(job.index, h, self.checker)
         assert self.failures == failed, (
             f"{failed} work(s) failed, the error hook saw {self.failures}")
         everything_ended = not self._live()
         for waiter in self.waiters:
             t = waiter.task
+            if t.done() and not waiter.seen_done:
+                waiter.seen_done = True
+                # A work, once not active (ended or a zombie), never is again: a wait
+                # that has returned saw every work accepted before it not active.
+                if waiter.kind == "completion" and t.exception() is None:
+                    early = [j.index for j in self.jobs[:waiter.jobs_at_call]
+                             if j.handle is not None and not j.handle.done()
+                             and not j.zombie]
+                    assert not early, (
+                        f"AwaitCompletionIgnoresZombies: await_completion returned while "
+                        f"works {early}, accepted before it began, were active (SD-3, D-22)")
             if waiter.kind == "completion":
                 if active == 0 and not t.done():
                     raise AssertionError("AwaitCompletionIgnoresZombies: await_completion "

@@ -57,6 +57,9 @@ UNIT_TESTS: dict[str, tuple[str, str]] = {
     "dispose_safely_keeps_waiters": (
         "tests/coordinators/test_disposal.py",
         "test_SD_3_await_completion_returns_once_dispose_safely_leaves_only_zombies"),
+    "final_counted_once_placed": (
+        "tests/coordinators/test_d22_final_from_acceptance.py",
+        "test_D_22_a_final_work_is_active_from_acceptance"),
     # a wrong streak the runtime reports faithfully: only a derived streak sees it
     "barrier_keeps_streak": (
         "tests/stateful/test_invariants.py",
@@ -93,6 +96,7 @@ OWNERS: dict[str, tuple[str, ...]] = {
     "dispose_runs_never_started": ("core", "disposal"),
     "cancel_off_turn": ("disposal",),
     "dispose_safely_keeps_waiters": ("disposal",),
+    "final_counted_once_placed": ("disposal",),
 }
 
 

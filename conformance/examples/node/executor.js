@@ -471,6 +471,14 @@ class Scope {
     this.warnTimer = null; // SD-6
     this.closing = () => {}; // hook: the owner closes its entries (every disposal call)
     this.cancelling = () => {}; // hook: the owner cancels what it holds outside queues
+    // hook: works accepted and held back from their queue (a session's final work before
+    // its turn is due), as [queue, record] pairs; they count from acceptance (D-22)
+    this.held = () => [];
+  }
+
+  /** Held works not ended yet (the zombies among them only if asked). */
+  liveHeld(zombiesToo) {
+    return this.held().filter(([, rec]) => !rec.done && (zombiesToo || !rec._zombie));
   }
 
   adopt(queue) {
@@ -489,6 +497,14 @@ class Scope {
     this.closing();
     let marked = 0;
     for (const q of this.queues) marked += q._disposeSafely();
+    for (const [q, rec] of this.held()) {
+      // A held work is live too: it becomes a zombie with its queue, which marks it
+      // again when it places it (D-22).
+      if (q._mode === SAFELY && !rec.done && !rec._zombie) {
+        rec._zombie = true;
+        marked += 1;
+      }
+    }
     this.disposedAt ??= this.rt.clock.now();
     if (marked > 0 && this.warnAfterMs !== null && this.warnTimer === null) {
       this.warnTimer = this.rt.callLater(this.warnAfterMs, () => this.warnZombies());
@@ -500,7 +516,8 @@ class Scope {
     this.closing();
     for (const q of this.queues) q._disposeAfterTimeout();
     // D-18: no timer when nothing is left; the timer stops when everything ended first.
-    if (this.timer === null && this.queues.some((q) => q._mode === TIMEOUT && q._live > 0)) {
+    if (this.timer === null && (this.queues.some((q) => q._mode === TIMEOUT && q._live > 0)
+        || this.held().some(([q, rec]) => q._mode === TIMEOUT && !rec.done))) {
       this.timer = this.rt.callLater(timeoutMs, () => this.expire());
       for (const q of this.queues) q._onEnd = () => this.maybeStopTimer();
     }
@@ -513,7 +530,9 @@ class Scope {
   }
 
   maybeStopTimer() {
-    if (this.timer !== null && this.queues.every((q) => q._live === 0)) this.stopTimer();
+    // A held work still to come keeps the timer: it is what the bound is for (D-22).
+    if (this.timer !== null && this.queues.every((q) => q._live === 0)
+        && this.liveHeld(true).length === 0) this.stopTimer();
   }
 
   stopTimer() {
@@ -531,8 +550,11 @@ class Scope {
     return new Promise((resolve) => {
       const next = () => {
         const busy = this.queues.find((q) => (zombiesToo ? q._live : q._active) > 0);
-        if (busy === undefined) resolve();
-        else busy._when(zombiesToo, next);
+        if (busy !== undefined) busy._when(zombiesToo, next);
+        // A held work whose queue just emptied is placed in this same turn of the
+        // event loop (D-22): look again on the next one.
+        else if (this.liveHeld(zombiesToo).length > 0) setImmediate(next);
+        else resolve();
       };
       next();
     });
@@ -553,6 +575,7 @@ class Scope {
    *  execution turn it placed on the Spot queue (D-21). */
   * counted() {
     for (const q of this.queues) for (const rec of q._records) if (!rec._executionTurn) yield rec;
+    for (const [, rec] of this.liveHeld(true)) yield rec; // held works count (D-22)
   }
 
   zombies() {
@@ -1383,6 +1406,12 @@ export class ZLinkSessionSerialExecutor extends ZLinkScope {
       if (final !== null && !final.done && final._seq < 0) {
         final._settle('cancelled', new ZLinkCancelledError(`${this.name}: disposed before its final work ran`));
       }
+    };
+    // D-22: the final work is a work from its acceptance: counted, waited for, a zombie
+    // after dispose_safely, bounded by the timer, while it waits for its turn.
+    scope.held = () => {
+      const final = this.#final;
+      return final !== null && !final.done && final._seq < 0 ? [[this.#queue, final]] : [];
     };
     runtime._register(this);
   }

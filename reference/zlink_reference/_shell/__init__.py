@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from zlink_model.queue import CANCELLED, MODE_CANCELLED, QueueCore
+from zlink_model.queue import CANCELLED, MODE_CANCELLED, QueueCore, WorkRecord
 
 from . import checks
 from .checks import ownership_checks, require_loop, set_ownership_checks
@@ -48,6 +48,7 @@ __all__ = [
     "ZLinkSerialExecutionQueue",
     "ZLinkWorkHandle",
     "ZombieInfo",
+    "accept_held",
     "cancel_unplaced",
     "checks",
     "current_work",
@@ -108,6 +109,15 @@ def when_idle(queue: ZLinkSerialExecutionQueue, zombies_too: bool,
 def place_record(queue: ZLinkSerialExecutionQueue, handle: ZLinkWorkHandle[Any]) -> None:
     """Place a handle made earlier (a session's final work) by transfer (D-6, D-12)."""
     queue._transfer_record(handle)
+
+
+def accept_held(queue: ZLinkSerialExecutionQueue, work: Work) -> ZLinkWorkHandle[Any]:
+    """A handle for a work accepted now and placed in ``queue`` later (a session's final
+    work, D-12): live from now, not in any line yet (no sequence number, queued, not a
+    zombie) until ``place_record`` places it."""
+    handle: ZLinkWorkHandle[Any] = ZLinkWorkHandle(queue, work)
+    WorkRecord.__init__(handle)
+    return handle
 
 
 def cancel_unplaced(handle: ZLinkWorkHandle[Any], exc: BaseException) -> None:

@@ -127,6 +127,13 @@ class ZLinkWorkHandle(WorkRecord, Generic[T]):
     def label(self, value: str) -> None:
         self._extra().label = value
 
+    def _hold_as_zombie(self) -> None:
+        """Mark a held work (accepted, not placed in its queue yet: a session's final
+        work) as a zombie of a scope disposed safely (SD-2, D-22). Before placement the
+        record is the shell's alone; the core sets the flag again, from its queue's
+        mode, when it places the work (``QueueCore.transfer``)."""
+        self._zombie = True
+
     def _quiet(self) -> None:
         """Do not report this work's failure to the error hook: the queue that ran the
         failing code already did (a SpotWide Actor queue's record)."""

@@ -54,6 +54,7 @@ from .checks import require_loop
 from .loop import ScopeState, running_loop, thread_state
 
 if TYPE_CHECKING:
+    from .handle import ZLinkWorkHandle
     from .loop import QueueRuntime
 
 __all__ = [
@@ -112,7 +113,7 @@ class ZombieInfo:
 
     scope: str
     queue: str
-    work: int
+    work: int  # -1 for a held work, not placed in its queue yet (D-22)
     label: str
     since: float  # clock reading when the scope was disposed safely
     state: str  # queued, running, suspended, requeued
@@ -124,8 +125,14 @@ class ScopeMixin:
 
     Subclasses provide ``_rt`` (their QueueRuntime), ``name``, ``_scope_queues()`` and
     may override ``_scope_closing()`` (called first, in the same step as the disposal:
-    a coordinator closes its entries and empties its maps there) and
-    ``_scope_cancelling()``.
+    a coordinator closes its entries and empties its maps there),
+    ``_scope_cancelling()`` and ``_held()``.
+
+    A *held* work (``_held()``) is one the scope accepted and has not placed in a queue
+    yet: a session's final work waits, outside its queue, for the works accepted before
+    it to end (D-12). It is a work from its acceptance (SE-3, D-22): counted as active
+    (or, once the scope is disposed safely, as a zombie), listed by ``zombies()``,
+    awaited by every wait, and bounded by the disposal timer and the runtime end.
     """
 
     __slots__ = ()
@@ -144,6 +151,17 @@ class ScopeMixin:
 
     def _scope_cancelling(self) -> None:
         """Hook: the scope cancels what is left (dispose, or the timeout expired)."""
+
+    def _held(self) -> list[tuple[ScopeQueue, ZLinkWorkHandle[Any]]]:
+        """Hook: the works this scope accepted and holds back from their queue (a
+        session's final work before its turn is due), each with the queue it will be
+        placed in; none by default. They count from acceptance (D-22)."""
+        return []
+
+    def _live_held(self, zombies_too: bool) -> list[ZLinkWorkHandle[Any]]:
+        """The held works not ended yet (the zombies among them only if asked)."""
+        return [rec for _, rec in self._held()
+                if not rec.done() and (zombies_too or not rec.zombie)]
 
     def _scope_state(self) -> ScopeState:
         """This scope's disposal state, kept by its own runtime."""
@@ -190,6 +208,12 @@ class ScopeMixin:
                 # Marking zombies lowers the active count without any work ending: wake
                 # the await_completion waiters whose condition now holds (SD-3).
                 q._check_waiters()
+        for q, rec in self._held():
+            # A held work is live too: it becomes a zombie with its queue, and its
+            # queue marks it again when it places it (QueueCore.transfer, D-22).
+            if q._core.mode == MODE_SAFELY and not rec.done() and not rec.zombie:
+                rec._hold_as_zombie()
+                marked += 1
         state = self._scope_state()
         if state.disposed_at is None:
             state.disposed_at = self._rt.now()
@@ -217,8 +241,10 @@ class ScopeMixin:
             if q._core.mode == MODE_OPEN:
                 q._core.dispose_after_timeout()
         state = self._scope_state()
-        if state.timer is None and any(
-            q._core.mode in (MODE_TIMEOUT, MODE_SAFELY) and q._core.live() for q in queues
+        bounded = (MODE_TIMEOUT, MODE_SAFELY)
+        if state.timer is None and (
+            any(q._core.mode in bounded and q._core.live() for q in queues)
+            or any(q._core.mode in bounded and not rec.done() for q, rec in self._held())
         ):
             state.timer = self._rt.clock.call_later(timeout_ms, self._expire)
             for q in queues:
@@ -239,7 +265,9 @@ class ScopeMixin:
     def _maybe_stop_timer(self, _queue: ScopeQueue) -> None:
         """Everything finished before the timeout: the timer has nothing left to do."""
         state = self._scope_state()
-        if state.timer is not None and all(q._core.live() == 0 for q in self._scope_queues()):
+        # A held work still to come keeps the timer: it is what the bound is for (D-22).
+        if state.timer is not None and all(q._core.live() == 0 for q in self._scope_queues()) \
+                and not self._live_held(True):
             state.timer.cancel()
             state.timer = None
 
@@ -267,7 +295,12 @@ class ScopeMixin:
         while True:
             busy = [q for q in self._scope_queues() if q._core.active()]
             if not busy:
-                return
+                if not self._live_held(False):
+                    return
+                # A held work whose queue just emptied is placed on the next turn
+                # of the loop (D-22): look again then.
+                await self._rt.next_turn()
+                continue
             for q in busy:
                 await q._wait_until(False)
 
@@ -292,7 +325,10 @@ class ScopeMixin:
         while True:
             busy = [q for q in self._scope_queues() if q._core.live()]
             if not busy:
-                break
+                if not self._live_held(True):
+                    break
+                await self._rt.next_turn()  # a held work is placed then (D-22)
+                continue
             for q in busy:
                 await q._wait_until(True)
         errors: list[tuple[int, BaseException]] = []
@@ -341,10 +377,14 @@ class ScopeMixin:
 
     # --------------------------------------------------------- accounting
     def _counted(self) -> Iterator[tuple[ScopeQueue, WorkRecord]]:
-        """Live works of the scope, each once (a coordinator skips duplicates)."""
+        """Live works of the scope, each once (a coordinator skips duplicates), held
+        works included (D-22)."""
         for q in self._scope_queues():
             for rec in q._records().live_records():
                 yield q, rec
+        for q, held in self._held():
+            if not held.done():
+                yield q, held
 
     def active_count(self) -> int:
         """Live works that are not zombies (SD-2)."""

@@ -140,7 +140,12 @@ class Coordinator(ScopeMixin):
         while True:
             busy = [q for q in self._made if not queue_core(q).is_idle()]
             if not busy:
-                return
+                if not self._live_held(True):
+                    return
+                # A held work (a session's final work) whose queue just emptied is
+                # placed on the next turn of the loop (D-22): look again then.
+                await self._rt.next_turn()
+                continue
             for q in busy:
                 await q.await_quiescence()
             # A queue's wait ends once its live count is zero; should its core still

@@ -22,9 +22,11 @@ from .._shell import (
     ErrorHook,
     EventLoop,
     QueueStatistics,
+    ScopeQueue,
     Work,
     ZLinkClock,
     ZLinkWorkHandle,
+    accept_held,
     cancel_unplaced,
     checks,
     place_record,
@@ -53,6 +55,8 @@ class ZLinkSessionSerialExecutor(Coordinator):
         super().__init__(f"session:{session_id}", clock=clock, loop=loop,
                          error_hook=error_hook, observer=observer)
         self._queue = self._make_queue(self._name, self._config(policy))
+        # The final work from its acceptance until it is placed in the queue or ends
+        # unplaced (cancelled by a disposal): held back, and counted all along (D-22).
         self._final: ZLinkWorkHandle[Any] | None = None
 
     def execute_application(self, work: Work, payload_bytes: int = 0) -> ZLinkWorkHandle[Any]:
@@ -82,13 +86,17 @@ class ZLinkSessionSerialExecutor(Coordinator):
         (later submissions get ``ZLinkClosedError``); the final work is admitted once
         every work accepted before it has ended, so it runs after all of them, and the
         queue closes behind it. A second ``execute_final`` is rejected as closed. From
-        another thread the whole call is one step on the owner's loop (D-24)."""
+        another thread the whole call is one step on the owner's loop (D-24).
+
+        The final work is a work from this call on (D-22): ``active_count()`` counts it,
+        every wait waits for it, a safe disposal makes it a zombie, and the disposal
+        timer and the runtime end bound it, before its turn is due as after."""
         if get_ident() != self._rt.thread_id and self._rt.foreign():  # D-24
             return self._rt.call_on_loop(partial(self.execute_final, work))
         self._check_open()
         check_work(work)
         queue = self._queue
-        handle: ZLinkWorkHandle[Any] = ZLinkWorkHandle(queue, work)
+        handle = accept_held(queue, work)
         self._final = handle
         self._closed = True  # the coordinator refuses new work from now on
         queue.close()
@@ -100,16 +108,23 @@ class ZLinkSessionSerialExecutor(Coordinator):
         """Every work accepted before the final one ended: place it (D-12)."""
         if checks.ON:
             require_loop(self._rt, "place the final work")
+        if self._final is handle:
+            self._final = None  # from here on its queue holds it
         if handle.done():  # cancelled by a disposal before its turn came
             return
         place_record(self._queue, handle)
+
+    def _held(self) -> list[tuple[ScopeQueue, ZLinkWorkHandle[Any]]]:
+        final = self._final
+        return [] if final is None or final.done() else [(self._queue, final)]
 
     def _scope_cancelling(self) -> None:
         # A final work not placed yet was accepted: it ends cancelled, never runs.
         if checks.ON:
             require_loop(self._rt, "cancel the final work")
         final = self._final
-        if final is not None and not final.done() and getattr(final, "wid", -1) < 0:
+        if final is not None and not final.done():
+            self._final = None
             cancel_unplaced(final, Cancelled("disposed before it started"))
 
     def close(self) -> None:

@@ -547,6 +547,18 @@ def _dispose_safely_keeps_waiters() -> None:
     ScopeMixin.dispose_safely = patched  # type: ignore[method-assign]
 
 
+@mutant("final_counted_once_placed", "D-22", "AwaitCompletionIgnoresZombies",
+        "a session's final work counts only once it is placed in its queue: while it is "
+        "held back, the scope's counts, waits, safe disposal and timer leave it out")
+def _final_counted_once_placed() -> None:
+    from zlink_reference.coordinators.session import ZLinkSessionSerialExecutor
+
+    def patched(self: Any) -> list[Any]:
+        return []  # bug: the held final work is no work of the scope yet
+
+    ZLinkSessionSerialExecutor._held = patched  # type: ignore[method-assign]
+
+
 @mutant("post_capacity_off_by_one", "SE-5.1", "CapacityRespected",
         "the plain lane (post) lets one work more than the count capacity in")
 def _post_capacity_off_by_one() -> None:

@@ -49,6 +49,12 @@ public abstract class ZLinkScope {
     /** Hook: the scope cancels what is left (dispose, or the timeout expired). */
     void scopeCancelling() {}
 
+    /** Hook: works the scope accepted and holds back from their queue (a session's final
+     *  work before its turn is due), not ended. They count from acceptance (D-22). */
+    List<ZLinkWorkHandle> heldWorks() {
+        return List.of();
+    }
+
     // ------------------------------------------------------------------ disposal
     /** Close and cancel everything now (SD-1). Zombies are cancelled too. */
     public void dispose() {
@@ -70,6 +76,8 @@ public abstract class ZLinkScope {
         scopeClosing();
         int marked = 0;
         for (ZLinkSerialExecutionQueue q : scopeQueues()) marked += q.scopeDisposeSafely();
+        // A held work is live too: it becomes a zombie with its queue (D-22).
+        for (ZLinkWorkHandle rec : heldWorks()) if (rec.queue.markHeldZombie(rec)) marked++;
         Long warn = zombieWarnAfterMs;
         synchronized (scopeLock) {
             if (disposedAtMs == null) disposedAtMs = rt.clock().nowMs();
@@ -90,6 +98,8 @@ public abstract class ZLinkScope {
         List<ZLinkSerialExecutionQueue> queues = scopeQueues();
         boolean left = false;
         for (ZLinkSerialExecutionQueue q : queues) left |= q.scopeDisposeAfterTimeout();
+        // A held work still to come needs the bound as much as a queued one (D-22).
+        for (ZLinkWorkHandle rec : heldWorks()) left |= rec.queue.mode() == ZLinkSerialExecutionQueue.TIMEOUT;
         boolean started = false;
         synchronized (scopeLock) {
             if (timer == null && left) {
@@ -183,6 +193,7 @@ public abstract class ZLinkScope {
     public int activeCount() {
         int n = 0;
         for (ZLinkSerialExecutionQueue q : scopeQueues()) n += q.countLive(false);
+        for (ZLinkWorkHandle rec : heldWorks()) if (!rec.queue.isZombie(rec)) n++;
         return n;
     }
 
@@ -190,6 +201,7 @@ public abstract class ZLinkScope {
     public int zombieCount() {
         int n = 0;
         for (ZLinkSerialExecutionQueue q : scopeQueues()) n += q.countLive(true);
+        for (ZLinkWorkHandle rec : heldWorks()) if (rec.queue.isZombie(rec)) n++;
         return n;
     }
 
@@ -197,7 +209,7 @@ public abstract class ZLinkScope {
     int liveCount() {
         int n = 0;
         for (ZLinkSerialExecutionQueue q : scopeQueues()) n += q.liveCount();
-        return n;
+        return n + heldWorks().size();
     }
 
     /** The zombies running now, with where each is (SD-6). */
@@ -208,6 +220,9 @@ public abstract class ZLinkScope {
         }
         List<ZLinkZombie> out = new ArrayList<>();
         for (ZLinkSerialExecutionQueue q : scopeQueues()) q.listZombies(name(), since, out);
+        for (ZLinkWorkHandle rec : heldWorks()) {
+            if (rec.queue.isZombie(rec)) out.add(new ZLinkZombie(name(), rec.queue.name(), rec.label(), since, "queued", false));
+        }
         return out;
     }
 }

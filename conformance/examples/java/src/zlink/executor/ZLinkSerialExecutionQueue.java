@@ -587,6 +587,40 @@ public final class ZLinkSerialExecutionQueue extends ZLinkScope {
         return true;
     }
 
+    /** Whether {@code rec} is held: accepted, not placed in a line yet, not ended (a
+     *  session's final work before its turn is due, D-22). */
+    boolean isHeld(ZLinkWorkHandle rec) {
+        lock.lock();
+        try {
+            return rec.phase == ZLinkWorkHandle.NEW;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** A held work of a queue disposed safely is a zombie too (SD-2, D-22); the queue
+     *  marks it again when it places it. True if it was marked now. */
+    boolean markHeldZombie(ZLinkWorkHandle rec) {
+        lock.lock();
+        try {
+            if (rec.phase != ZLinkWorkHandle.NEW || mode != SAFELY || rec.zombie) return false;
+            rec.zombie = true;
+            return true;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Whether {@code rec} is a zombie (read under the queue's lock). */
+    boolean isZombie(ZLinkWorkHandle rec) {
+        lock.lock();
+        try {
+            return rec.zombie;
+        } finally {
+            lock.unlock();
+        }
+    }
+
     /** Whether {@code rec} holds this queue's turn now. */
     boolean holdsTurn(ZLinkWorkHandle rec) {
         lock.lock();

@@ -1,5 +1,7 @@
 package zlink.executor;
 
+import java.util.List;
+
 /**
  * ZLinkSessionSerialExecutor: one per STREAM session; exactly one queue (SE-2.3). Lanes
  * as in D-12: packets use the application lane and reserve their payload; control and
@@ -62,6 +64,17 @@ public final class ZLinkSessionSerialExecutor extends ZLinkCoordinator {
             if (!fin.isDone()) queue.transfer(fin); // cancelled by a disposal before its turn came
         });
         return fin;
+    }
+
+    @Override
+    List<ZLinkWorkHandle> heldWorks() {
+        // D-22: the final work is a work from its acceptance: counted, waited for, a
+        // zombie after disposeSafely, bounded by the timer, while it waits for its turn.
+        ZLinkWorkHandle fin;
+        synchronized (lane) {
+            fin = finalWork;
+        }
+        return fin != null && !fin.isDone() && queue.isHeld(fin) ? List.of(fin) : List.of();
     }
 
     @Override
