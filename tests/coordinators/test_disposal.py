@@ -200,6 +200,28 @@ async def test_SD_2_zombies_are_visible_with_what_they_wait_on() -> None:
     await run_until_idle()
 
 
+async def test_SD_6_every_scope_lists_a_suspended_zombie_with_what_it_waits_on(
+    make: Callable[..., Scope],
+) -> None:
+    """SD-2, SD-6: a zombie suspended in a yield is listed as suspended, with its wait.
+
+    A SpotWide Actor work is counted by its record on the Actor queue while it runs as an
+    execution turn on the Spot queue; the listing must read the turn, not the record."""
+    clock = VirtualClock()
+    s = make(clock)
+    ext: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+    h = s.submit(suspender(ext, Timeline(), "s"))
+    await run_until_idle()
+    clock.advance(5)
+    s.scope.dispose_safely()
+    [z] = s.scope.zombies()
+    assert (z.state, z.since) == ("suspended", 5), z
+    assert z.awaiting is not None and "Future" in z.awaiting, z
+    ext.set_result(0)
+    await run_until_idle()
+    assert s.scope.zombies() == [] and h.outcome() == "completed"
+
+
 # ---------------------------------------------------------------- SD-1 timeout
 async def test_SD_1_dispose_after_timeout_when_everything_finishes_early(
     make: Callable[..., Scope],

@@ -362,13 +362,22 @@ class ScopeMixin:
         for q, rec in self._counted():
             if not rec.zombie:
                 continue
+            # Where the work is: its own record, or the turn it runs as (SpotWide).
+            run = self._running_as(q, rec)
             awaiting = None
-            aux = getattr(rec, "_aux", None)
-            if rec.phase == SUSPENDED and aux is not None and aux.awaiting is not None:
+            aux = getattr(run, "_aux", None)
+            if run.phase == SUSPENDED and aux is not None and aux.awaiting is not None:
                 awaiting = repr(aux.awaiting)
             out.append(ZombieInfo(self.name, q.name, rec.wid, getattr(rec, "label", ""),
-                                  since, PHASE_NAMES[rec.phase], awaiting))
+                                  since, PHASE_NAMES[run.phase], awaiting))
         return out
+
+    def _running_as(self, queue: ScopeQueue, rec: WorkRecord) -> WorkRecord:
+        """The record whose phase says where the counted work ``rec`` is. A work runs
+        as its own record here; a coordinator whose works run as a turn placed on
+        another queue (SpotWide) returns that turn, so a suspended work is listed as
+        suspended with what it waits on, not as its holder's "running" (SD-6)."""
+        return rec
 
     def _warn_zombies(self) -> None:
         if _checks.ON:

@@ -33,7 +33,7 @@ from threading import get_ident
 from typing import Any
 
 from zlink_model.policy import ZLinkExecutionLanePolicy
-from zlink_model.queue import Observer, WorkRecord
+from zlink_model.queue import RUNNING, Observer, WorkRecord
 
 from .._shell import (
     ErrorHook,
@@ -346,6 +346,17 @@ class ZLinkSpotSerialExecutor(Coordinator):
             if self._wide and q is self._spot and len(getattr(rec, "_gates", ())) > 1:
                 continue
             yield q, rec
+
+    def _running_as(self, queue: ScopeQueue, rec: WorkRecord) -> WorkRecord:
+        # A SpotWide Actor record that holds its queue's turn (the claim) runs as the
+        # execution turn it placed on the Spot queue: that turn is queued, running,
+        # suspended in a yield or requeued, and holds what it waits on (SD-6).
+        if not self._wide or queue is self._spot or rec.phase != RUNNING:
+            return rec
+        for turn in self._spot._records().live_records():
+            if getattr(turn, "_gates", ())[1:] == (queue,):
+                return turn
+        return rec
 
     def statistics(self) -> Mapping[str, QueueStatistics]:
         """Per-queue statistics, keyed by queue name, all taken in one step on the
