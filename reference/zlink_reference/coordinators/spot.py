@@ -45,7 +45,6 @@ from .._shell import (
     ZLinkClock,
     ZLinkSerialExecutionQueue,
     ZLinkWorkHandle,
-    checks,
     take_queued,
     transfer,
     widen,
@@ -249,8 +248,7 @@ class ZLinkSpotSerialExecutor(Coordinator):
     # ------------------------------------------------------- lane-owned maps
     def _actor_queue(self, actor_id: str) -> ZLinkSerialExecutionQueue:
         """The Actor's queue, made on first use (in a lane turn)."""
-        if checks.ON:
-            self._lane.require("actor queue map")
+        self._lane.require("actor queue map")  # always on: D-24's history (D-25)
         route = self._registry.cell(actor_id)
         q = route.queue
         if q is None:
@@ -269,8 +267,7 @@ class ZLinkSpotSerialExecutor(Coordinator):
         return route, queue
 
     def _timer_queue(self, timer_name: str) -> ZLinkSerialExecutionQueue:
-        if checks.ON:
-            self._lane.require("timer queue map")
+        self._lane.require("timer queue map")  # always on: D-24's history (D-25)
         q = self._timer_queues.get(timer_name)
         if q is None:
             q = self._timer_queues[timer_name] = self._make_queue(
@@ -333,8 +330,7 @@ class ZLinkSpotSerialExecutor(Coordinator):
             self._lane.run(self._close_queues)
 
     def _drop_maps(self) -> None:
-        if checks.ON:
-            self._lane.require("drop maps")
+        self._lane.require("drop maps")  # always on: D-24's history (D-25)
         for route in self._routes.values():  # the registrations stay
             route.queue = None
         self._timer_queues.clear()
