@@ -139,6 +139,12 @@ class ZLinkWorkHandle(WorkRecord, Generic[T]):
         it out (SE-2.5, SE-3.1, SE-10.1; decision D-23)."""
         return self._queue.name
 
+    @property
+    def _owner(self) -> object:
+        """The owner that accepted the work: the shell runtime its coordinator's queues
+        share (a bare queue has its own). The SE-8.2 check compares it (D-14)."""
+        return self._queue._rt
+
     # -------------------------------------------------------------- outcome
     def done(self) -> bool:
         """The work ended (completed, failed or cancelled)."""
