@@ -447,7 +447,7 @@ async def test_SE_10_13_a_yield_on_another_actors_work_waits(
 
 
 async def test_SE_10_13_waiting_on_another_coordinator_is_legal() -> None:
-    s, other = spot(ZLinkUserSpotExecutionMode.PER_ACTOR), spot(ZLinkUserSpotExecutionMode.PER_ACTOR)
+    s, other = spot(PER_ACTOR), spot(PER_ACTOR)
     seen: list[Any] = []
 
     async def waits() -> None:
