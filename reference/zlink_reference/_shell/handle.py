@@ -142,8 +142,12 @@ class ZLinkWorkHandle(WorkRecord, Generic[T]):
     @property
     def _owner(self) -> object:
         """The owner that accepted the work: the shell runtime its coordinator's queues
-        share (a bare queue has its own). The SE-8.2 check compares it (D-14)."""
-        return self._queue._rt
+        share, or the bare queue itself (bare queues with nothing of their own share one
+        runtime, issue 16, and are still separate owners). The SE-8.2 check compares it
+        (D-14)."""
+        queue = self._queue
+        rt = queue._rt
+        return queue if rt.shared else rt
 
     # -------------------------------------------------------------- outcome
     def done(self) -> bool:
