@@ -321,6 +321,23 @@ class ScopeMixin:
         self._own_runtime().dispose_safely_on_exit = False
         return self
 
+    @classmethod
+    def inherit(cls, parent: ScopeMixin, *args: Any, **kwargs: Any) -> Self:
+        """A child scope of ``parent`` (the seed's ``Scope::inherit($parent)``, SD-4):
+        made like ``cls(*args, **kwargs)``, on the parent's loop unless ``loop`` is
+        given, with the parent's dispose-safely flag as it is now. A parent made
+        ``as_not_safely()`` makes children that cancel on destruction; a child may
+        still call ``as_not_safely()`` itself. The flag is copied, not shared: a later
+        change to the parent leaves its children as they were (decision D-28)."""
+        if not isinstance(parent, ScopeMixin):
+            raise TypeError(
+                f"parent must be a scope (a queue or a coordinator), got {parent!r}")
+        kwargs.setdefault("loop", parent._rt.loop)
+        child = cls(*args, **kwargs)
+        if not parent.dispose_safely_on_exit:
+            child.as_not_safely()
+        return child
+
     def destroy(self) -> None:
         """Destroy the scope: ``dispose_safely`` or ``dispose``, by the flag (SD-4)."""
         if self._rt.dispose_safely_on_exit:
