@@ -509,7 +509,9 @@ class Scope {
     this.closing();
     for (const q of this.queues) q._disposeAfterTimeout();
     // D-18: no timer when nothing is left; the timer stops when everything ended first.
-    if (this.timer === null && this.queues.some((q) => q._mode === TIMEOUT && q._live > 0)) {
+    // D-27: after disposeSafely the timer bounds the zombies; a timer running stays.
+    if (this.timer === null
+        && this.queues.some((q) => (q._mode === TIMEOUT || q._mode === SAFELY) && q._live > 0)) {
       this.timer = this.rt.callLater(timeoutMs, () => this.expire());
       for (const q of this.queues) q._onEnd = () => this.maybeStopTimer();
     }
@@ -518,7 +520,10 @@ class Scope {
   expire() {
     this.timer = null;
     this.cancelling();
-    for (const q of this.queues) q._expireTimeout();
+    for (const q of this.queues) {
+      if (q._mode === SAFELY) q._dispose(); // the bound on zombies (D-27): as dispose
+      else q._expireTimeout();
+    }
   }
 
   maybeStopTimer() {

@@ -759,7 +759,8 @@ public final class ZLinkSerialExecutionQueue extends ZLinkScope {
         }
     }
 
-    /** dispose_after_timeout: close now; true if live work is left for the timer. */
+    /** dispose_after_timeout: close now; true if live work is left for the timer, the
+     *  zombies of a queue disposed safely included (the timer bounds them, D-27). */
     boolean scopeDisposeAfterTimeout() {
         lock.lock();
         try {
@@ -768,7 +769,7 @@ public final class ZLinkSerialExecutionQueue extends ZLinkScope {
                 mode = TIMEOUT;
                 observe("dispose_after_timeout", null);
             }
-            return mode == TIMEOUT && appCount + lifeCount > 0;
+            return (mode == TIMEOUT || mode == SAFELY) && appCount + lifeCount > 0;
         } finally {
             lock.unlock();
         }
