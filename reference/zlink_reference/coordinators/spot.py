@@ -349,8 +349,8 @@ class ZLinkSpotSerialExecutor(Coordinator):
         # suspended in a yield or requeued, and holds what it waits on (SD-6).
         if not self._wide or queue is self._spot or rec.phase != RUNNING:
             return rec
-        for turn in self._spot._records().live_records():
-            if getattr(turn, "_gates", ())[1:] == (queue,):
+        for q, turn in super()._counted():  # every live record, the turns included
+            if q is self._spot and getattr(turn, "_gates", ())[1:] == (queue,):
                 return turn
         return rec
 
