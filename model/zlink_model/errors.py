@@ -80,7 +80,8 @@ class ZLinkNotOnTurnError(ZLinkUsageError):
 class ZLinkNotOnLaneError(ZLinkUsageError):
     """Code that assumes it runs serialized (on the owner's loop thread, or inside a
     turn of a coordinator's state lane) was reached from elsewhere (SE-8.1). Raised by
-    the ownership checks when they are switched on (decision D-25)."""
+    the ownership checks: on in Python's debug mode, and always at the sites with a
+    history of breaking the premise (decision D-25)."""
 
 
 class ZLinkProtocolError(ZLinkError):

@@ -223,3 +223,36 @@ def test_a_transcript_replays_through_the_model_from_its_entries() -> None:
     div = replay_entries(entries).divergence
     assert div is not None and div.invariant == "OneTurnPerOwner"
     assert div.message().startswith("[SE-1.1 model OneTurnPerOwner] finished:a@8")
+
+
+def _bound_case(second: dict[str, Any]) -> Case:
+    return make_case([QUEUE, submit("a", script=[{"op": "gate", "gate": "g"}]),
+                      {"cmd": "settle"}, {"cmd": "dispose", "target": "q",
+                                          "mode": "dispose_safely"}, second],
+                     [{"check": "status", "works": {"a": "cancelled"}}])
+
+
+def _bound_log(case: Case) -> CaseLog:
+    return play(case, {1: [ev("accepted", "a", "q")], 2: [ev("started", "a", "q")],
+                       3: [ev("zombie", "a", "q")], 5: [ev("cancelled", "a", "q")]})
+
+
+def test_D_27_the_model_cancels_zombies_when_the_bound_after_dispose_safely_expires() -> None:
+    """A zombie cancelled after dispose_after_timeout bounded a scope disposed safely is
+    what D-27 asks: the model replays it (before, it ignored the call once the scope was
+    no longer open and took the cancellation for one nobody asked for)."""
+    case = _bound_case({"cmd": "dispose", "target": "q", "mode": "dispose_after_timeout",
+                        "timeout_ms": 50})
+    log = _bound_log(case)
+    assert case_problems(case, log) == []
+    verdict = check_model(log)
+    assert verdict.divergence is None and verdict.undecided is None, verdict
+
+
+def test_D_27_without_a_bound_a_cancelled_zombie_still_diverges() -> None:
+    """The same log after a second dispose_safely (no bound): nothing asked for the
+    cancellation, and the model names SD-1."""
+    case = _bound_case({"cmd": "dispose", "target": "q", "mode": "dispose_safely"})
+    log = _bound_log(case)
+    div = check_model(log).divergence
+    assert div is not None and div.rule == "SD-1", div

@@ -10,7 +10,7 @@ import asyncio
 import logging
 import os
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -198,6 +198,28 @@ async def test_SD_2_zombies_are_visible_with_what_they_wait_on() -> None:
     assert z.awaiting is not None and "Future" in z.awaiting
     ext.set_result(0)
     await run_until_idle()
+
+
+async def test_SD_6_every_scope_lists_a_suspended_zombie_with_what_it_waits_on(
+    make: Callable[..., Scope],
+) -> None:
+    """SD-2, SD-6: a zombie suspended in a yield is listed as suspended, with its wait.
+
+    A SpotWide Actor work is counted by its record on the Actor queue while it runs as an
+    execution turn on the Spot queue; the listing must read the turn, not the record."""
+    clock = VirtualClock()
+    s = make(clock)
+    ext: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+    h = s.submit(suspender(ext, Timeline(), "s"))
+    await run_until_idle()
+    clock.advance(5)
+    s.scope.dispose_safely()
+    [z] = s.scope.zombies()
+    assert (z.state, z.since) == ("suspended", 5), z
+    assert z.awaiting is not None and "Future" in z.awaiting, z
+    ext.set_result(0)
+    await run_until_idle()
+    assert s.scope.zombies() == [] and h.outcome() == "completed"
 
 
 # ---------------------------------------------------------------- SD-1 timeout
@@ -453,6 +475,65 @@ async def test_SD_4_a_spots_actor_and_timer_queues_inherit_the_flag_later_change
     spot.destroy()
     await run_until_idle()
     assert h_actor.cancelled() and h_timer.cancelled()
+
+
+CHILD_KINDS: dict[str, Callable[[Any], Any]] = {
+    "queue": lambda parent: ZLinkSerialExecutionQueue.inherit(parent, name="child",
+                                                            error_hook=hook),
+    "spot": lambda parent: ZLinkSpotSerialExecutor.inherit(
+        parent, "C", mode=ZLinkUserSpotExecutionMode.SPOT_WIDE, error_hook=hook),
+    "actor": lambda parent: ZLinkActorSerialExecutor.inherit(parent, "C", error_hook=hook),
+    "session": lambda parent: ZLinkSessionSerialExecutor.inherit(parent, "c", error_hook=hook),
+}
+
+
+def _child_submit(child: Any) -> Callable[[Any], Any]:
+    if isinstance(child, ZLinkSerialExecutionQueue):
+        return cast(Callable[[Any], Any], child.enqueue)
+    if isinstance(child, ZLinkSpotSerialExecutor):
+        return lambda w: child.execute_actor("A", w)
+    if isinstance(child, ZLinkActorSerialExecutor):
+        return cast(Callable[[Any], Any], child.execute_actor)
+    return cast(Callable[[Any], Any], child.execute_application)
+
+
+@pytest.mark.parametrize("child_kind", sorted(CHILD_KINDS))
+@pytest.mark.parametrize("parent_safely", [True, False], ids=["safe-parent", "not-safe-parent"])
+async def test_SD_4_a_child_scope_inherits_the_safe_flag(
+    make: Callable[..., Scope], child_kind: str, parent_safely: bool,
+) -> None:
+    """The seed's ``Scope::inherit($parent)``: a child scope has its parent's flag, so
+    destroying it makes zombies of a safe parent's child and cancels a not-safe one's."""
+    parent = make().scope
+    if not parent_safely:
+        parent.as_not_safely()
+    child = CHILD_KINDS[child_kind](parent)
+    assert child.dispose_safely_on_exit is parent_safely
+    gate = Gate()
+    h = _child_submit(child)(gate.wait)
+    await run_until_idle()
+    child.destroy()
+    await run_until_idle()
+    if parent_safely:
+        assert child.zombie_count() == 1 and not h.done()
+        gate.open()
+        await run_until_idle()
+        assert h.outcome() == "completed"
+    else:
+        assert h.cancelled()
+
+
+async def test_SD_4_a_child_copies_the_flag_when_made() -> None:
+    """D-29: the flag is copied at ``inherit``; a later change of either side stays its
+    own (unlike a coordinator's own queues, D-16, which are one scope with it)."""
+    parent = ZLinkActorSerialExecutor("P", clock=VirtualClock(), error_hook=hook)
+    child = ZLinkActorSerialExecutor.inherit(parent, "C", error_hook=hook)
+    parent.as_not_safely()
+    assert child.dispose_safely_on_exit and not parent.dispose_safely_on_exit
+    later = ZLinkActorSerialExecutor.inherit(parent, "L", error_hook=hook)
+    assert not later.dispose_safely_on_exit
+    with pytest.raises(TypeError, match="parent must be a scope"):
+        ZLinkActorSerialExecutor.inherit(object(), "X")  # type: ignore[arg-type]
 
 
 # ---------------------------------------------------------------- SD-5 runtime end

@@ -415,10 +415,47 @@ async def test_SE_10_13_waiting_on_the_same_coordinator_raises_at_once(
     await run_until_idle()
     s.execute_actor("A", lambda: waits_for(lambda: s.execute_actor("B", lambda: None)))
     await run_until_idle()
-    if mode is SPOT_WIDE:  # B's work needs the Spot gate that A's work holds
-        assert outcomes == ["raised", "raised", "raised"]
-    else:  # B has its own queue: waiting for it is fine
-        assert outcomes == ["raised", "raised", "waited"]
+    s.execute_actor("A", lambda: waits_for(lambda: s.execute_timer("t", lambda: None)))
+    await run_until_idle()
+    # D-14, after the seed: "조율자가 실행 중인 작업 안에서 같은 조율자의 execute* 완료를
+    # 동기적으로 기다리면 ... 즉시 예외": B's and the timer's queues are the same
+    # coordinator's, so waiting for them raises in PerActor too.
+    assert outcomes == ["raised"] * 4
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_SE_10_13_a_yield_on_another_actors_work_waits(
+    mode: ZLinkUserSpotExecutionMode,
+) -> None:
+    """D-14: a wait through yield_framework_call gives the turn back, so it is no
+    synchronous wait; only the claims the waiter keeps count (its own Actor's queue), and
+    B's work needs none of them in either mode."""
+    s = spot(mode)
+    outcomes: list[str] = []
+
+    async def yields_for() -> None:
+        try:
+            await yield_framework_call(s.execute_actor("B", lambda: None))
+        except ZLinkReentrancyError:
+            outcomes.append("raised")
+        else:
+            outcomes.append("waited")
+
+    s.execute_actor("A", yields_for)
+    await run_until_idle()
+    assert outcomes == ["waited"]
+
+
+async def test_SE_10_13_waiting_on_another_coordinator_is_legal() -> None:
+    s, other = spot(PER_ACTOR), spot(PER_ACTOR)
+    seen: list[Any] = []
+
+    async def waits() -> None:
+        seen.append(await other.execute_actor("A", lambda: "other"))
+
+    s.execute_actor("A", waits)
+    await run_until_idle()
+    assert seen == ["other"]
 
 
 async def test_SE_10_13_actor_and_session_coordinators_raise_too() -> None:

@@ -2,7 +2,8 @@
 ``shield``, ``gather``, ``as_completed``, child tasks and task groups. A wait that work
 holding a turn starts, in its own task or in a task it started, for work that needs that
 turn raises ``ZLinkReentrancyError`` at once. A wait started once the turn was given back
-(the work ended, or yielded) is legal, and so is a wait across different queues."""
+(the work ended, or yielded) is legal. Holding its turn, a work may not wait for any
+work of its own coordinator (D-14, after the seed), only for another coordinator's."""
 
 from __future__ import annotations
 
@@ -142,10 +143,24 @@ async def test_SE_8_2_wrapped_wait_on_the_same_per_actor_queue_raises(name: str)
 
 
 @pytest.mark.parametrize("name", sorted(WRAPPERS))
-async def test_SE_8_2_wrapped_wait_across_per_actor_queues_is_legal(name: str) -> None:
-    s = make_spot(PER_ACTOR)
+async def test_SE_8_2_wrapped_wait_across_per_actor_queues_raises(name: str) -> None:
+    """D-14 (the seed: any synchronous wait on the same coordinator's execute* raises):
+    another Actor's queue is the same coordinator's, whatever wrapper the wait is in."""
+    s, gate = make_spot(PER_ACTOR), Gate()
+    # B's work is still running when the wait starts (a wrapper's task starts a step
+    # later, by when a plain work would have ended and left nothing to wait for).
     h = s.execute_actor("A", waiting_work(WRAPPERS[name],
-                                          lambda: s.execute_actor("B", lambda: "inner")))
+                                          lambda: s.execute_actor("B", gate.wait)))
+    assert await outcome_of(h) == "raised"
+    gate.open()
+    await run_until_idle()
+
+
+@pytest.mark.parametrize("name", sorted(WRAPPERS))
+async def test_SE_8_2_wrapped_wait_on_another_coordinator_is_legal(name: str) -> None:
+    s, other = make_spot(PER_ACTOR), make_spot(PER_ACTOR)
+    h = s.execute_actor("A", waiting_work(WRAPPERS[name],
+                                          lambda: other.execute_actor("A", lambda: "inner")))
     assert await outcome_of(h) == "waited"
 
 

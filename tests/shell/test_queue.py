@@ -462,6 +462,27 @@ async def test_SE_8_2_waiting_on_work_of_the_same_queue_raises_at_once() -> None
     assert inner[0].done() and rig.log == ["inner"]
 
 
+@pytest.mark.parametrize("own_clock", [False, True], ids=["shared-runtime", "own-runtime"])
+async def test_SE_8_2_a_bare_queue_is_its_own_coordinator(own_clock: bool) -> None:
+    """D-14: holding its turn, a work may wait for another bare queue's work, even when
+    the two queues share the default runtime (nothing of their own to keep)."""
+    kw: dict[str, Any] = {"clock": VirtualClock()} if own_clock else {}
+    q1, q2 = ZLinkSerialExecutionQueue(name="q1", **kw), ZLinkSerialExecutionQueue(name="q2", **kw)
+    gate = Gate()
+    other = q2.enqueue(gate.wait)
+
+    async def waits() -> str:
+        await other
+        return "waited"
+
+    h = q1.enqueue(waits)
+    await run_until_idle()
+    assert not h.done()  # waiting for q2's work, which can run meanwhile
+    gate.open()
+    await run_until_idle()
+    assert h.result() == "waited"
+
+
 async def test_SE_6_2_bad_input_is_a_clear_error_with_nothing_inserted() -> None:
     rig = Rig()
     q = rig.queue

@@ -43,6 +43,7 @@ const RUNTIME = { name: 'zlink-node-example', version: '0.2.0', language: `node 
 // Everything the protocol defines, each implemented below and by executor.js.
 const CAPABILITIES = [
   'actor',
+  'await_after_dispose_safely',
   'concurrent_submission',
   'disposal',
   'member_listing',

@@ -348,6 +348,9 @@ export class ZLinkWorkHandle {
   /** SpotWide: a work needs its Actor's claim and the Spot gate (D-14). */
   _needs(...gates) { this.#gates = gates; }
 
+  /** The scope of the coordinator (or bare queue) that accepted the work (D-14). */
+  get _owner() { return this.#queue._owner; }
+
   /** Whether this work holds its queue's turn right now. */
   _holdsTurn() { return this._phase === RUNNING && this.#queue._current === this; }
 
@@ -367,11 +370,14 @@ export class ZLinkWorkHandle {
 }
 
 /** SE-8.2: waiting, from work, for work that needs a turn or claim the waiter holds can
- *  never end; throw at the call instead. */
+ *  never end; throw at the call instead. Holding its turn, a work may not wait for any
+ *  unfinished work of its own coordinator, on whichever queue (D-14, the seed: a
+ *  synchronous wait on the same coordinator's execute* raises at once). */
 function checkReentrancy(target) {
   const holder = currentWork.getStore();
   if (holder === undefined || !holder._holdsTurn()) return;
-  if (target === holder || target._sharesGateWith(holder)) {
+  if (target === holder || target._sharesGateWith(holder)
+      || (!target.done && target._owner === holder._owner)) {
     throw new ZLinkReentrancyError(`work ${holder.label || '(unlabelled)'} on ${holder.owner} waits for work `
       + `${target.label || '(unlabelled)'} of ${target.owner}, which needs a turn the waiter holds (SE-8.2)`);
   }
@@ -483,6 +489,9 @@ class Scope {
 
   adopt(queue) {
     this.queues.push(queue);
+    // The queue's owner for SE-8.2 (D-14): the last scope to adopt it, its coordinator's
+    // when a coordinator made it, else the bare queue's own.
+    queue._owner = this;
     return queue;
   }
 
@@ -516,8 +525,11 @@ class Scope {
     this.closing();
     for (const q of this.queues) q._disposeAfterTimeout();
     // D-18: no timer when nothing is left; the timer stops when everything ended first.
-    if (this.timer === null && (this.queues.some((q) => q._mode === TIMEOUT && q._live > 0)
-        || this.held().some(([q, rec]) => q._mode === TIMEOUT && !rec.done))) {
+    // D-27: after disposeSafely the timer bounds the zombies; a timer running stays.
+    // D-22: a held final work still to come counts as live work.
+    const bounded = (q) => q._mode === TIMEOUT || q._mode === SAFELY;
+    if (this.timer === null && (this.queues.some((q) => bounded(q) && q._live > 0)
+        || this.held().some(([q, rec]) => bounded(q) && !rec.done))) {
       this.timer = this.rt.callLater(timeoutMs, () => this.expire());
       for (const q of this.queues) q._onEnd = () => this.maybeStopTimer();
     }
@@ -526,7 +538,10 @@ class Scope {
   expire() {
     this.timer = null;
     this.cancelling();
-    for (const q of this.queues) q._expireTimeout();
+    for (const q of this.queues) {
+      if (q._mode === SAFELY) q._dispose(); // the bound on zombies (D-27): as dispose
+      else q._expireTimeout();
+    }
   }
 
   maybeStopTimer() {

@@ -30,8 +30,9 @@ event                  transition(s) in the model
 ``resumed``            ``requeue`` (only once the call was settled, or a disposal cut it
                        short) and then ``take_next`` giving the turn to the resume permit
 ``finished``/``failed``  ``finish``; a SpotWide Actor work also ends its Actor's claim
-``cancelled``          a work that never started: ``cancel``, by the model's ``dispose`` or
-                       ``expire_timeout`` (or the runtime end); a work on its turn:
+``cancelled``          a work that never started: ``cancel``, by the model's ``dispose``,
+                       ``expire_timeout`` or the expiry of D-27's bound on zombies (or the
+                       runtime end); a work on its turn:
                        ``finish`` as cancelled, only after a disposal asked for it; never
                        while it is yielded (D-8)
 ``zombie``             ``dispose_safely`` (or a cancelling disposal, or the runtime end)
@@ -77,7 +78,9 @@ Time does not need a world of its own: within one owner, the order of
 turns does not depend on where slices end (``end_slice`` keeps the lines and the streak),
 so the model runs with the clock at 0 and never cuts a slice; whether slices are cut is
 the business of the time-budget cases. The disposal timeout may expire at any moment
-after ``dispose_after_timeout`` (the cases check that it waits for its time). And because
+after ``dispose_after_timeout`` (the cases check that it waits for its time), and so may
+the bound that call sets on the zombies of a queue already disposed safely (D-27: at its
+expiry they are cancelled as ``dispose`` cancels). And because
 a multi-threaded runtime may write ``accepted`` of one work after another work of the
 same owner already took the turn, a take may pass over works whose ``accepted`` came
 after that owner's previous turn event (``QueueCore.take_next_ahead_of``: the take as it
@@ -258,8 +261,8 @@ class _Shared:
 class _World:
     """One possible state of every queue of the case."""
 
-    __slots__ = ("cores", "ending", "finals", "owner_of", "recs", "steps", "to_cancel",
-                 "turns", "unseen")
+    __slots__ = ("bounded", "cores", "ending", "finals", "owner_of", "recs", "steps",
+                 "to_cancel", "turns", "unseen")
 
     def __init__(self) -> None:
         self.cores: dict[str, QueueCore[_Rec]] = {}
@@ -274,6 +277,9 @@ class _World:
         # Works given the turn by the hidden step "take" whose started/resumed has not
         # come yet (a settled runtime has written it: no such work at a settle).
         self.unseen: set[str] = set()
+        # Queues disposed safely whose zombies a later dispose_after_timeout bounds
+        # (D-27): when the bound expires they are cancelled as dispose cancels.
+        self.bounded: set[str] = set()
         self.steps = 0
 
     # ---------------------------------------------------------------- copying
@@ -297,6 +303,7 @@ class _World:
         new.to_cancel = set(self.to_cancel)
         new.ending = dict(self.ending)
         new.unseen = set(self.unseen)
+        new.bounded = set(self.bounded)
         new.steps = self.steps
         return new
 
@@ -319,6 +326,7 @@ class _World:
         parts.append(tuple(sorted(self.to_cancel)))
         parts.append(tuple(sorted(self.ending.items())))
         parts.append(tuple(sorted(self.unseen)))
+        parts.append(tuple(sorted(self.bounded)))
         return tuple(parts)
 
     # ----------------------------------------------------------------- queues
@@ -455,6 +463,10 @@ class _Replay:
                     core.dispose_safely()
                 elif mode == DISPOSE_AFTER_TIMEOUT and core.mode == MODE_OPEN:
                     core.dispose_after_timeout()
+                elif mode == "dispose_after_timeout" and core.mode == MODE_SAFELY:
+                    # D-27: a bound on the zombies of a scope disposed safely; its
+                    # expiry is a hidden step, like the timeout's.
+                    world.bounded.add(core.name)
                 else:
                     core.close()
             if mode == DISPOSE:
@@ -483,6 +495,9 @@ class _Replay:
                     out.append((REQUEUE, work))
             if not forced_only and core.mode == MODE_TIMEOUT:
                 out.append(("expire", name))
+            if not forced_only and core.mode == MODE_SAFELY and name in world.bounded \
+                    and core.live():
+                out.append(("expire_bound", name))
             if not forced_only and core.current is None and core.has_ready() and not (
                     "/actor:" in name and target.spot_wide_wiring):
                 # The drain gives the next item the turn before the work's code runs
@@ -525,6 +540,17 @@ class _Replay:
             ended, _live = core.expire_timeout()
             world.to_cancel |= {(core.name, r.name) for r in ended}
             # as dispose: a final work not placed yet ends cancelled (D-22)
+            for work in list(world.finals):
+                if sh.works[work].route.admit == core.name:
+                    world.to_cancel.add(("final", work))
+                    del world.finals[work]
+        elif kind == "expire_bound":
+            # D-27: the bound set after dispose_safely expired: the zombies left are
+            # cancelled as dispose cancels them.
+            core = world.cores[what]
+            world.bounded.discard(what)
+            ended, _live = core.dispose()
+            world.to_cancel |= {(core.name, r.name) for r in ended}
             for work in list(world.finals):
                 if sh.works[work].route.admit == core.name:
                     world.to_cancel.add(("final", work))

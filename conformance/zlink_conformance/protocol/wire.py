@@ -147,6 +147,11 @@ CAPABILITIES: Final[Mapping[str, str]] = {
         "`error` `reentrancy`, SE-8.2); implies `synchronous_wait`"
     ),
     "disposal": "dispose, dispose_safely, dispose_after_timeout, destroy, as_not_safely, await",
+    "await_after_dispose_safely": (
+        "`await` mode `after_cancellation` after `dispose_safely` alone waits for the "
+        "zombies (D-19's reading; a runtime that asks for a cancelling disposal first, "
+        "the seed's letter, leaves it out)"
+    ),
     "runtime_end": "the runtime end of SD-5 (`runtime_end`)",
     "statistics": "the `statistics` command: active and zombie counts, reservations per owner",
     "zombie_listing": "the `zombies` command: the zombies of a target while they run",

@@ -6,12 +6,15 @@ coordinator's state lane (SE-2.4). A broken premise then raises
 ``ZLinkNotOnLaneError`` at its cause instead of corrupting a queue or hanging later.
 
 The seed makes the general ``isOnLane`` assertion mandatory in debug builds and optional
-in release. Python has no separate debug build, so the switch is explicit:
-``set_ownership_checks(True)``, or the environment variable ``ZLINK_OWNERSHIP_CHECKS=1``,
-or Python's development mode (``python -X dev``) at import time. Off by default. The
-checks that keep components with a history of breaking the premise correct stay on
-whatever the switch says: the foreign-call test of every entry point (D-24) and the
-state lane's reentrancy refusal (``ZLinkStateLane.run``).
+in release, and kept in release for components with a history of breaking the premise.
+Python's debug mode is ``__debug__`` (true unless the interpreter runs with ``-O``), so
+the checks are on by default and off in an optimized run. ``ZLINK_OWNERSHIP_CHECKS``
+(``1``/``0``) overrides both ways at import, development mode (``python -X dev``) turns
+them on, and ``set_ownership_checks`` switches them at run time. The checks of
+components with such a history never read the switch: the foreign-call test of every
+entry point (D-24), the state lane's reentrancy refusal (``ZLinkStateLane.run``), and
+the lane checks on a coordinator's maps and on the closing of its queues (D-24: a timer
+queue was once made off the loop after ``close()`` had emptied the maps).
 """
 
 from __future__ import annotations
@@ -29,9 +32,22 @@ __all__ = ["ON", "ownership_checks", "require_loop", "set_ownership_checks"]
 
 ENV = "ZLINK_OWNERSHIP_CHECKS"
 
-ON: bool = os.environ.get(ENV, "").strip().lower() in {"1", "true", "on", "yes"} or bool(
-    sys.flags.dev_mode
-)
+_ENV_ON = {"1", "true", "on", "yes"}
+_ENV_OFF = {"0", "false", "off", "no"}
+
+
+def _initial() -> bool:
+    """The switch at import: the environment variable when set, otherwise on in
+    Python's debug mode (``__debug__``) or development mode (D-25)."""
+    value = os.environ.get(ENV, "").strip().lower()
+    if value in _ENV_ON:
+        return True
+    if value in _ENV_OFF:
+        return False
+    return __debug__ or bool(sys.flags.dev_mode)
+
+
+ON: bool = _initial()
 """Whether the SE-8.1 checks run. Read as ``checks.ON`` at each check site."""
 
 

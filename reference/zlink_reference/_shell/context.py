@@ -49,6 +49,12 @@ class TurnRecord(Protocol):
     @property
     def queue_name(self) -> str: ...
 
+    @property
+    def _owner(self) -> object:
+        """The coordinator (or bare queue) that accepted the work: one identity per
+        owner, shared by all the queues a coordinator made (SE-8.2, D-14)."""
+        ...
+
 
 # The record an async work belongs to, in that work's task context. The record whose
 # synchronous work runs right now is per thread: thread_state().turn.sync, set and
@@ -89,10 +95,20 @@ def turn_in_context() -> TurnRecord | None:
 def check_reentrancy(target: TurnRecord, *, held_turn: bool) -> None:
     """SE-8.2: waiting, from work, for work that needs a turn or claim the waiter holds
     can never end; raise at the call instead. ``held_turn`` False means the waiter gave
-    its turn back (a yield) and keeps only its claims."""
+    its turn back (a yield) and keeps only its claims.
+
+    Holding its turn, the waiter may not wait for any work of its own coordinator, on
+    whichever queue (D-14, the seed's words: a synchronous wait on the same
+    coordinator's ``execute*`` raises at once): a wait on another of its queues ends
+    only while no cycle of such waits forms, which nothing would detect."""
     holder = turn_in_context() if held_turn else async_current.get()
     if holder is None:
         return
+    if held_turn and target._owner is holder._owner:
+        raise ZLinkReentrancyError(
+            f"work {holder.wid} of {holder.queue_name} waits, holding its turn, for work "
+            f"{target.wid} of {target.queue_name} of the same coordinator (SE-8.2, D-14)"
+        )
     held = holder._gates if held_turn else holder._gates[1:]
     if target is holder or any(g in held for g in target._gates):
         raise ZLinkReentrancyError(

@@ -146,6 +146,16 @@ class ZLinkWorkHandle(WorkRecord, Generic[T]):
         it out (SE-2.5, SE-3.1, SE-10.1; decision D-23)."""
         return self._queue.name
 
+    @property
+    def _owner(self) -> object:
+        """The owner that accepted the work: the shell runtime its coordinator's queues
+        share, or the bare queue itself (bare queues with nothing of their own share one
+        runtime, issue 16, and are still separate owners). The SE-8.2 check compares it
+        (D-14)."""
+        queue = self._queue
+        rt = queue._rt
+        return queue if rt.shared else rt
+
     # -------------------------------------------------------------- outcome
     def done(self) -> bool:
         """The work ended (completed, failed or cancelled)."""

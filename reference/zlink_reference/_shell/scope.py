@@ -357,6 +357,23 @@ class ScopeMixin:
         self._own_runtime().dispose_safely_on_exit = False
         return self
 
+    @classmethod
+    def inherit(cls, parent: ScopeMixin, *args: Any, **kwargs: Any) -> Self:
+        """A child scope of ``parent`` (the seed's ``Scope::inherit($parent)``, SD-4):
+        made like ``cls(*args, **kwargs)``, on the parent's loop unless ``loop`` is
+        given, with the parent's dispose-safely flag as it is now. A parent made
+        ``as_not_safely()`` makes children that cancel on destruction; a child may
+        still call ``as_not_safely()`` itself. The flag is copied, not shared: a later
+        change to the parent leaves its children as they were (decision D-29)."""
+        if not isinstance(parent, ScopeMixin):
+            raise TypeError(
+                f"parent must be a scope (a queue or a coordinator), got {parent!r}")
+        kwargs.setdefault("loop", parent._rt.loop)
+        child = cls(*args, **kwargs)
+        if not parent.dispose_safely_on_exit:
+            child.as_not_safely()
+        return child
+
     def destroy(self) -> None:
         """Destroy the scope: ``dispose_safely`` or ``dispose``, by the flag (SD-4)."""
         if self._rt.dispose_safely_on_exit:
@@ -402,13 +419,22 @@ class ScopeMixin:
         for q, rec in self._counted():
             if not rec.zombie:
                 continue
+            # Where the work is: its own record, or the turn it runs as (SpotWide).
+            run = self._running_as(q, rec)
             awaiting = None
-            aux = getattr(rec, "_aux", None)
-            if rec.phase == SUSPENDED and aux is not None and aux.awaiting is not None:
+            aux = getattr(run, "_aux", None)
+            if run.phase == SUSPENDED and aux is not None and aux.awaiting is not None:
                 awaiting = repr(aux.awaiting)
             out.append(ZombieInfo(self.name, q.name, rec.wid, getattr(rec, "label", ""),
-                                  since, PHASE_NAMES[rec.phase], awaiting))
+                                  since, PHASE_NAMES[run.phase], awaiting))
         return out
+
+    def _running_as(self, queue: ScopeQueue, rec: WorkRecord) -> WorkRecord:
+        """The record whose phase says where the counted work ``rec`` is. A work runs
+        as its own record here; a coordinator whose works run as a turn placed on
+        another queue (SpotWide) returns that turn, so a suspended work is listed as
+        suspended with what it waits on, not as its holder's "running" (SD-6)."""
+        return rec
 
     def _warn_zombies(self) -> None:
         if _checks.ON:

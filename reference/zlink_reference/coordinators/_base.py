@@ -18,7 +18,6 @@ from .._shell import (
     Work,
     ZLinkClock,
     ZLinkSerialExecutionQueue,
-    checks,
     queue_core,
     running_loop,
 )
@@ -106,8 +105,7 @@ class Coordinator(ScopeMixin):
 
     def _close_queues(self) -> None:
         """One lane turn: mark closed and close every queue (SE-2.4)."""
-        if checks.ON:
-            self._lane.require("close")
+        self._lane.require("close")  # always on: D-24's history (D-25)
         self._closed = True
         for q in self._made:
             q.close()

@@ -48,8 +48,8 @@ class ZLinkStateLane:
 
     def require(self, where: str) -> None:
         """SE-8.1 ``isOnLane`` as a check: raise ``ZLinkNotOnLaneError`` unless the
-        caller runs inside a turn of this lane. Called where lane-owned state changes,
-        when the ownership checks are on (D-25)."""
+        caller runs inside a turn of this lane. Called where lane-owned state changes;
+        the Spot maps and closing call it whatever the switch says (D-25)."""
         if not self.is_on_lane():
             raise ZLinkNotOnLaneError(
                 f"{where} changes state owned by lane {self.name} outside a turn of it "

@@ -33,7 +33,7 @@ from threading import get_ident
 from typing import Any
 
 from zlink_model.policy import ZLinkExecutionLanePolicy
-from zlink_model.queue import Observer, WorkRecord
+from zlink_model.queue import RUNNING, Observer, WorkRecord
 
 from .._shell import (
     ErrorHook,
@@ -45,7 +45,6 @@ from .._shell import (
     ZLinkClock,
     ZLinkSerialExecutionQueue,
     ZLinkWorkHandle,
-    checks,
     take_queued,
     transfer,
     widen,
@@ -249,8 +248,7 @@ class ZLinkSpotSerialExecutor(Coordinator):
     # ------------------------------------------------------- lane-owned maps
     def _actor_queue(self, actor_id: str) -> ZLinkSerialExecutionQueue:
         """The Actor's queue, made on first use (in a lane turn)."""
-        if checks.ON:
-            self._lane.require("actor queue map")
+        self._lane.require("actor queue map")  # always on: D-24's history (D-25)
         route = self._registry.cell(actor_id)
         q = route.queue
         if q is None:
@@ -269,8 +267,7 @@ class ZLinkSpotSerialExecutor(Coordinator):
         return route, queue
 
     def _timer_queue(self, timer_name: str) -> ZLinkSerialExecutionQueue:
-        if checks.ON:
-            self._lane.require("timer queue map")
+        self._lane.require("timer queue map")  # always on: D-24's history (D-25)
         q = self._timer_queues.get(timer_name)
         if q is None:
             q = self._timer_queues[timer_name] = self._make_queue(
@@ -333,8 +330,7 @@ class ZLinkSpotSerialExecutor(Coordinator):
             self._lane.run(self._close_queues)
 
     def _drop_maps(self) -> None:
-        if checks.ON:
-            self._lane.require("drop maps")
+        self._lane.require("drop maps")  # always on: D-24's history (D-25)
         for route in self._routes.values():  # the registrations stay
             route.queue = None
         self._timer_queues.clear()
@@ -346,6 +342,17 @@ class ZLinkSpotSerialExecutor(Coordinator):
             if self._wide and q is self._spot and len(getattr(rec, "_gates", ())) > 1:
                 continue
             yield q, rec
+
+    def _running_as(self, queue: ScopeQueue, rec: WorkRecord) -> WorkRecord:
+        # A SpotWide Actor record that holds its queue's turn (the claim) runs as the
+        # execution turn it placed on the Spot queue: that turn is queued, running,
+        # suspended in a yield or requeued, and holds what it waits on (SD-6).
+        if not self._wide or queue is self._spot or rec.phase != RUNNING:
+            return rec
+        for q, turn in super()._counted():  # every live record, the turns included
+            if q is self._spot and getattr(turn, "_gates", ())[1:] == (queue,):
+                return turn
+        return rec
 
     def statistics(self) -> Mapping[str, QueueStatistics]:
         """Per-queue statistics, keyed by queue name, all taken in one step on the

@@ -60,7 +60,7 @@ public abstract class ZLinkCoordinator extends ZLinkScope {
 
     /** Make a queue of this coordinator (inside a lane turn). */
     ZLinkSerialExecutionQueue makeQueue(String queueName, ZLinkExecutionLanePolicy policy, boolean yieldAllowed) {
-        ZLinkSerialExecutionQueue q = new ZLinkSerialExecutionQueue(queueName, policy, rt, yieldAllowed);
+        ZLinkSerialExecutionQueue q = new ZLinkSerialExecutionQueue(queueName, policy, rt, yieldAllowed, this);
         made.add(q);
         return q;
     }

@@ -91,7 +91,9 @@ public abstract class ZLinkScope {
     }
 
     /** Close now; after {@code timeoutMs} on the runtime's clock, cancel what is left as
-     *  {@link #dispose} does (SD-1, D-18). With nothing left, no timer is started. */
+     *  {@link #dispose} does (SD-1, D-18). With nothing left, no timer is started. After
+     *  {@link #disposeSafely} it bounds the zombies the same way (D-27); a timer already
+     *  running stays the one that holds. */
     public void disposeAfterTimeout(long timeoutMs) {
         if (timeoutMs < 0) throw new IllegalArgumentException("timeoutMs must be >= 0, got " + timeoutMs + " (SD-1)");
         scopeClosing();
@@ -117,7 +119,11 @@ public abstract class ZLinkScope {
             timer = null;
         }
         scopeCancelling();
-        for (ZLinkSerialExecutionQueue q : scopeQueues()) q.scopeCancel(true);
+        // A queue disposed safely has its zombies bounded by this timer (D-27): at the
+        // expiry they are cancelled as dispose cancels them.
+        for (ZLinkSerialExecutionQueue q : scopeQueues()) {
+            q.scopeCancel(q.mode() != ZLinkSerialExecutionQueue.SAFELY);
+        }
         rt.changed();
     }
 

@@ -52,6 +52,9 @@ public final class ZLinkSerialExecutionQueue extends ZLinkScope {
     private static final ThreadLocal<ZLinkWorkHandle> RUNNING_NOW = new ThreadLocal<>();
 
     private final String name;
+    /** The coordinator that made this queue, or the queue itself when bare: a work that
+     *  holds its turn may not wait for unfinished work of the same owner (SE-8.2, D-14). */
+    final Object owner;
     private final ZLinkExecutionLanePolicy policy;
     private final boolean yieldAllowed;
     private final ReentrantLock lock = new ReentrantLock();
@@ -83,9 +86,15 @@ public final class ZLinkSerialExecutionQueue extends ZLinkScope {
 
     ZLinkSerialExecutionQueue(String name, ZLinkExecutionLanePolicy policy, ZLinkRuntime runtime,
                               boolean yieldAllowed) {
+        this(name, policy, runtime, yieldAllowed, null);
+    }
+
+    ZLinkSerialExecutionQueue(String name, ZLinkExecutionLanePolicy policy, ZLinkRuntime runtime,
+                              boolean yieldAllowed, Object owner) {
         super(Objects.requireNonNull(runtime, "runtime"));
         if (name == null || name.isEmpty()) throw new IllegalArgumentException("a queue needs a name");
         this.name = name;
+        this.owner = owner != null ? owner : this;
         this.policy = policy != null ? policy : ZLinkExecutionLanePolicy.defaults();
         this.yieldAllowed = yieldAllowed;
     }
@@ -784,7 +793,8 @@ public final class ZLinkSerialExecutionQueue extends ZLinkScope {
         }
     }
 
-    /** dispose_after_timeout: close now; true if live work is left for the timer. */
+    /** dispose_after_timeout: close now; true if live work is left for the timer, the
+     *  zombies of a queue disposed safely included (the timer bounds them, D-27). */
     boolean scopeDisposeAfterTimeout() {
         lock.lock();
         try {
@@ -793,7 +803,7 @@ public final class ZLinkSerialExecutionQueue extends ZLinkScope {
                 mode = TIMEOUT;
                 observe("dispose_after_timeout", null);
             }
-            return mode == TIMEOUT && appCount + lifeCount > 0;
+            return (mode == TIMEOUT || mode == SAFELY) && appCount + lifeCount > 0;
         } finally {
             lock.unlock();
         }

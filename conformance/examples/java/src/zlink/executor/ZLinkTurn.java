@@ -54,13 +54,17 @@ public final class ZLinkTurn {
      * Wait, holding this turn, for {@code other} to end. Completes with its handle.
      *
      * @throws ZLinkReentrancyException at once when {@code other} needs a turn or claim
-     *     this work holds: the wait could never end (SE-8.2, D-14)
+     *     this work holds (the wait could never end), or, while this work holds its turn,
+     *     when {@code other} is unfinished work of the same coordinator: the seed makes
+     *     any synchronous wait on the same coordinator's execute* raise (SE-8.2, D-14)
      */
     public CompletableFuture<ZLinkWorkHandle> awaitWork(ZLinkWorkHandle other) {
         if (other.isDone()) return CompletableFuture.completedFuture(other);
-        List<Object> held = queue.holdsTurn(rec) ? rec.gates : rec.gates.subList(1, rec.gates.size());
+        boolean holding = queue.holdsTurn(rec);
+        List<Object> held = holding ? rec.gates : rec.gates.subList(1, rec.gates.size());
         boolean detects = !ZLinkRuntime.bug("no_reentrancy_detection");
         if (detects && (other == rec || other.origin == rec || rec.origin == other
+                || (holding && other.queue.owner == queue.owner)
                 || held.stream().anyMatch(other.gates::contains))) {
             throw new ZLinkReentrancyException("work " + rec.label() + " on " + queue.name()
                 + " waits for work " + other.label() + " of " + other.queueName()
