@@ -463,7 +463,7 @@ class _Replay:
                     core.dispose_safely()
                 elif mode == DISPOSE_AFTER_TIMEOUT and core.mode == MODE_OPEN:
                     core.dispose_after_timeout()
-                elif mode == "dispose_after_timeout" and core.mode == MODE_SAFELY:
+                elif mode == DISPOSE_AFTER_TIMEOUT and core.mode == MODE_SAFELY:
                     # D-27: a bound on the zombies of a scope disposed safely; its
                     # expiry is a hidden step, like the timeout's.
                     world.bounded.add(core.name)
