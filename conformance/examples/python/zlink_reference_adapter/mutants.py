@@ -498,6 +498,66 @@ def _cancel_off_turn() -> None:
     ZLinkSerialExecutionQueue._yield = patched  # type: ignore[method-assign]
 
 
+@mutant("timeout_fires_late", "SD-1", "ExpireTimeout",
+        "the timer of dispose_after_timeout(ms) is set one millisecond past the timeout, "
+        "so what is left is cancelled late")
+def _timeout_fires_late() -> None:
+    from zlink_reference._shell.scope import ScopeMixin
+
+    original = ScopeMixin.dispose_after_timeout
+
+    def patched(self: Any, timeout_ms: float) -> None:
+        original(self, timeout_ms + 1)  # bug: `>` where `>=` belongs
+
+    ScopeMixin.dispose_after_timeout = patched  # type: ignore[method-assign]
+
+
+@mutant("timeout_expires_one_queue", "SD-1", "ExpireTimeout",
+        "the timer of dispose_after_timeout cancels what is left on the scope's first "
+        "queue only; the other queues of a Spot stay in the timeout mode and run on")
+def _timeout_expires_one_queue() -> None:
+    from zlink_reference._shell.scope import ScopeMixin
+
+    def patched(self: Any) -> None:
+        self._scope_state().timer = None
+        self._scope_cancelling()
+        for q in self._scope_queues()[:1]:  # bug: the first queue only
+            if q._core.mode == core_queue.MODE_TIMEOUT:
+                q._scope_cancel(expire=True)
+            elif q._core.mode == core_queue.MODE_SAFELY:
+                q._scope_cancel(expire=False)
+
+    ScopeMixin._expire = patched  # type: ignore[method-assign]
+
+
+@mutant("dispose_safely_cancels_queued", "SD-1", "CancellationOnOwnTurn",
+        "dispose_safely cancels the works that never started and keeps only the started "
+        "ones as zombies (on every scope but a SpotWide Spot)")
+def _dispose_safely_cancels_queued() -> None:
+    import asyncio
+
+    from zlink_reference._shell.scope import ScopeMixin
+
+    original = ScopeMixin.dispose_safely
+
+    def patched(self: Any) -> None:
+        if self._rt.on_loop_thread() and not getattr(self, "_wide", False):
+            for q in self._scope_queues():
+                core = q._core
+                if core.mode != core_queue.MODE_OPEN:
+                    continue
+                for source in (rules.Source.BARRIER, rules.Source.LIFECYCLE,
+                               rules.Source.APPLICATION):
+                    for rec in list(core.line(source)):
+                        # bug: a never-started work is dropped, not made a zombie
+                        if rec.phase == core_queue.QUEUED:
+                            core.cancel(rec)
+                            q._ended(rec, core_queue.CANCELLED, asyncio.CancelledError())
+        original(self)
+
+    ScopeMixin.dispose_safely = patched  # type: ignore[method-assign]
+
+
 # ------------------------------------------------------- invariants' own mutants
 # Each breaks an invariant no mutant above targets, so the machines are shown to catch
 # it too.
