@@ -61,6 +61,10 @@ UNIT_TESTS: dict[str, tuple[str, str]] = {
     "barrier_keeps_streak": (
         "tests/stateful/test_invariants.py",
         "test_D_4_the_trace_checker_derives_the_streak_a_barrier_take_resets"),
+    # a view that leaves the barrier-next line out: only barrier-next work shows it
+    "statistics_skip_barrier_line": (
+        "tests/coordinators/test_statistics_threads.py",
+        "test_D_24_statistics_from_threads_is_one_consistent_view"),
 }
 
 
@@ -98,6 +102,8 @@ OWNERS: dict[str, tuple[str, ...]] = {
     "timeout_fires_late": ("disposal",),
     "timeout_expires_one_queue": ("disposal",),
     "dispose_safely_cancels_queued": ("disposal",),
+    # statistics() held to the trace, not believed
+    "statistics_skip_barrier_line": ("runtime",),
 }
 
 

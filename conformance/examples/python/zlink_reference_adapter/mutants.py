@@ -558,6 +558,22 @@ def _dispose_safely_cancels_queued() -> None:
     ScopeMixin.dispose_safely = patched  # type: ignore[method-assign]
 
 
+@mutant("statistics_skip_barrier_line", "D-24", "QueueStatistics",
+        "statistics() counts the works waiting in the lifecycle and application lines as "
+        "ready, but not those in the barrier-next line")
+def _statistics_skip_barrier_line() -> None:
+    from zlink_reference._shell import queue as shell_queue
+
+    original = shell_queue.QueueStatistics.__init__
+
+    def patched(self: Any, core: QueueCore[Any]) -> None:
+        original(self, core)
+        if core.barrier:
+            self.ready -= len(core.barrier)  # bug: the barrier-next line is left out
+
+    shell_queue.QueueStatistics.__init__ = patched  # type: ignore[method-assign]
+
+
 # ------------------------------------------------------- invariants' own mutants
 # Each breaks an invariant no mutant above targets, so the machines are shown to catch
 # it too.
