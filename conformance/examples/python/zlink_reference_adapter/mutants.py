@@ -215,6 +215,20 @@ def _barrier_keeps_streak() -> None:
     setattr(core_queue, "select_next", patched)  # noqa: B010 (a patch, not a set)
 
 
+@mutant("lifecycle_waits_for_application", "SE-6.6", "LifecycleBurstBounded",
+        "lifecycle work waits behind application work instead of overtaking it: the "
+        "streak stays 0, always within the burst limit, and every line stays in order")
+def _lifecycle_waits_for_application() -> None:
+    original = rules.select_next
+
+    def patched(barrier: int, life: int, app: int, streak: int, limit: int) -> Any:
+        if not barrier and life and app:
+            return rules.Source.APPLICATION, 0
+        return original(barrier, life, app, streak, limit)
+
+    setattr(core_queue, "select_next", patched)  # noqa: B010 (a patch, not a set)
+
+
 @mutant("close_drops_accepted", "SE-6.2", "EveryAcceptedWorkEndsOnce",
         "close discards the works still waiting in line")
 def _close_drops_accepted() -> None:
