@@ -55,7 +55,7 @@ from .queue import (
     QueueCore,
     WorkRecord,
 )
-from .rules import LIFECYCLE_LANE, Source, reservation_bytes
+from .rules import LIFECYCLE_LANE, Source, reservation_bytes, select_next
 from .trace import TraceEvent
 from .vocabulary import (
     ADMIT,
@@ -138,8 +138,10 @@ INVARIANTS: Final[Mapping[str, Invariant]] = {
         Invariant("FifoWithinLane", "SE-6.6, D-1", _SQ,
                   "every line (barrier, lifecycle, application) holds and serves its items "
                   "in sequence-number order, resume permits included", ("core", "trace")),
-        Invariant("LifecycleBurstBounded", "SE-6.1, SE-10 item 9, D-5", _SQ,
-                  "the lifecycle streak never passes lifecycle_burst_limit",
+        Invariant("LifecycleBurstBounded", "SE-6.1, SE-10 item 9, D-4, D-5", _SQ,
+                  "the lifecycle streak never passes lifecycle_burst_limit; the streak "
+                  "and the line each take serves are derived from the takes and the "
+                  "lines (a barrier-next take resets the streak, D-4)",
                   ("core", "trace")),
         Invariant("NoResumeWithoutRequeue", "SE-6.7", _SQ,
                   "the turn holder is running, a running work holds the turn, and a work "
@@ -568,6 +570,7 @@ class TraceImage:
         elif resume != (w.phase == "requeued"):
             self._bad("NoResumeWithoutRequeue",
                       f"work {w.wid} taken with resume={resume} while {w.phase}")
+        self._derive_source(w.wid, source)
         self._derive_streak(source, streak)
         line = self.lines[source]
         if w.wid not in line:
@@ -593,6 +596,31 @@ class TraceImage:
                       f"work {w.wid} starts although the scope cancelled it before it started")
         self.current = w.wid
         w.phase = "running"
+
+    def _derive_source(self, wid: int, source: str) -> None:
+        """The line a take must serve, computed from the lines as the events left them,
+        the derived streak and the policy's burst limit by ``rules.select_next`` (the
+        rule the core follows, read from the rules module, not from the core): barrier-
+        next first (SE-6.2, D-4), then lifecycle while the streak is under the limit or
+        no application work waits, else application (SE-6.6, SE-6.1, D-5). Without a
+        policy the limit is unknown and only the streak is derived. A take from another
+        line breaks ``LifecycleBurstBounded`` when the choice was between lifecycle and
+        application work, ``FifoWithinLane`` when barrier-next work was passed over or
+        served out of turn."""
+        if self.policy is None:
+            return
+        waiting = {name: len(line) for name, line in self.lines.items()}
+        limit = self.policy.lifecycle_burst_limit
+        want, _ = select_next(waiting["barrier"], waiting["lifecycle"],
+                              waiting["application"], self.streak, limit)
+        served = _SOURCE_NAMES[want] if want is not None else None
+        if served == source:
+            return
+        inv = ("LifecycleBurstBounded" if {source, served} <= {"lifecycle", "application"}
+               else "FifoWithinLane")
+        self._bad(inv, f"work {wid} is taken from the {source} line; with {waiting} waiting "
+                       f"and the streak at {self.streak} of the limit {limit}, the rules "
+                       f"serve the {served} line (select_next, SE-6.6/SE-6.2/D-4/D-5)")
 
     def _derive_streak(self, source: str, reported: int) -> None:
         """The lifecycle streak after a take from ``source``, computed from the lines as
@@ -813,6 +841,11 @@ def _agreement(core: QueueCore[Any], image: TraceImage) -> list[Violation]:
     if cur != image.current:
         bad("NoResumeWithoutRequeue",
             f"the core's turn holder is {cur}, the trace's {image.current}")
+    if image.events and core.streak != image.streak:
+        bad("LifecycleBurstBounded",
+            f"the core's lifecycle streak is {core.streak}, the one derived from its takes "
+            f"and lines is {image.streak} (select_next, SE-6.6/D-4/D-5: the next take is "
+            f"chosen on a count the rules do not give)")
     return out
 
 
@@ -924,14 +957,17 @@ def FifoWithinLane(core: QueueCore[Any] | None = None, trace: Sequence[TraceEven
 def LifecycleBurstBounded(core: QueueCore[Any] | None = None,
                           trace: Sequence[TraceEvent] | None = None,
                           *, policy: PolicyFor = None) -> bool:
-    """SE-6.1, SE-10 item 9, D-5: the lifecycle streak never passes the burst limit.
-    TLA+: ``LifecycleBurstBounded`` (models/SerialQueue.tla).
+    """SE-6.1, SE-10 item 9, D-4, D-5: the lifecycle streak never passes the burst
+    limit. TLA+: ``LifecycleBurstBounded`` (models/SerialQueue.tla).
 
-    Core: ``0 <= streak <= burst_limit``. Trace: the checker derives the streak from
-    the takes and the lines (``rules.select_next``: a lifecycle item taken while
-    application work waits adds one, any other take resets it) and, with a policy,
-    holds that derived streak within the limit; the ``streak`` each ``take_next``
-    reports must equal the derived one (a runtime's own count is never trusted)."""
+    Core: ``0 <= streak <= burst_limit``; the core's streak equals the one derived from
+    its trace. Trace: the checker derives the streak from the takes and the lines
+    (``rules.select_next``: a lifecycle item taken while application work waits adds
+    one, any other take, a barrier-next one included (D-4), resets it) and, with a
+    policy, holds that derived streak within the limit and derives the line each take
+    must serve (a lifecycle item passed over for application work, or taken past the
+    limit, breaks it); the ``streak`` each ``take_next`` reports must equal the derived
+    one (a runtime's own count is never trusted)."""
     return _holds("LifecycleBurstBounded", core, trace, policy)
 
 

@@ -83,18 +83,34 @@ def _session() -> ZLinkSessionSerialExecutor:
     return ZLinkSessionSerialExecutor("s")
 
 
+def _entries(*entries: Callable[[Any, Any, int], Any]) -> Callable[[Any, Any, int], Any]:
+    """Submission ``n`` goes through entry ``n`` modulo their number: every entry, and so
+    every lane (barrier-next, lifecycle, application) of every queue, is used in turn."""
+    return lambda o, w, n: entries[n % len(entries)](o, w, n)
+
+
 # (id, factory, submit(owner, work, n)); SpotWide is left out: its Spot queue holds
 # execution turns whose works are counted on their Actor queues, so the per-queue
-# equation above does not apply to it.
+# equation above does not apply to it. Every entry of each owner is used, so works wait
+# in every line a view counts: barrier-next (the bare queue's only), lifecycle and
+# application.
 OWNERS: list[tuple[str, Callable[[], Any], Callable[[Any, Any, int], Any]]] = [
-    ("queue", _queue, lambda o, w, n: (o.enqueue_lifecycle if n % 3 == 0 else o.enqueue)(w)),
+    ("queue", _queue, _entries(lambda o, w, n: o.enqueue_lifecycle(w),
+                               lambda o, w, n: o.enqueue_barrier_next(w),
+                               lambda o, w, n: o.enqueue(w),
+                               lambda o, w, n: o.enqueue_with_payload_bytes(w, 0))),
     ("per_actor_spot", _per_actor,
-     lambda o, w, n: [o.execute_spot, lambda w: o.execute_actor(f"a{n % 4}", w),
-                      lambda w: o.execute_timer(f"t{n % 50}", w)][n % 3](w)),
-    ("actor", _actor, lambda o, w, n: (o.execute_lifecycle if n % 3 == 0
-                                       else o.execute_actor)(w)),
-    ("session", _session, lambda o, w, n: (o.execute_control if n % 3 == 0
-                                           else o.execute_application)(w)),
+     _entries(lambda o, w, n: o.execute_spot(w),
+              lambda o, w, n: o.execute_actor(f"a{n % 4}", w),
+              lambda o, w, n: o.execute_timer(f"t{n % 50}", w),
+              lambda o, w, n: o.execute_lifecycle(w))),
+    ("actor", _actor, _entries(lambda o, w, n: o.execute_lifecycle(w),
+                               lambda o, w, n: o.execute_actor(w),
+                               lambda o, w, n: o.execute_actor(w))),
+    ("session", _session, _entries(lambda o, w, n: o.execute_control(w),
+                                   lambda o, w, n: o.execute_application(w),
+                                   lambda o, w, n: o.execute_infrastructure(w),
+                                   lambda o, w, n: o.execute_application(w))),
 ]
 
 

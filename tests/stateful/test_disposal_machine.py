@@ -9,8 +9,14 @@ call ``dispose``, ``dispose_safely`` or ``dispose_after_timeout`` at any moment,
 
 The machine keeps the model's view of the scope (``models/Disposal.tla``): which works
 are live, which are zombies (live when the scope was disposed safely), which had their
-cancellation made pending and whether they had started, and the scope's mode. After
-every rule:
+cancellation made pending and whether they had started, and the scope's mode. Every
+one of these it derives from the calls it made and the clock it drives, never from the
+runtime's trace: in particular the disposal timer. ``dispose_after_timeout(ms)`` at
+clock reading ``t`` must cancel what is left once the clock reaches ``t + ms`` (at once
+for ``ms = 0``), unless every work it counts ended first (D-18), and after
+``dispose_safely`` it bounds the zombies the same way (D-27); the scope's clock tells
+the machine each time it moves, so the machine knows the moment the timer is due
+without asking the runtime whether it fired. After every rule:
 
 * every queue of the scope satisfies the queue and disposal invariants over its trace
   and its core, and replays through the model;
@@ -20,8 +26,14 @@ every rule:
 * ``AwaitAfterCancellationWaitsForZombies``: the wait is refused on a scope never
   disposed, and returns exactly when nothing (zombies included) is live;
 * ``NoWorkAcceptedAfterClose``: after any disposal every submission is refused;
+* ``ExpireTimeout`` (SD-1, D-27): every queue of the scope is in the mode the model
+  derived (open, safely, timeout, cancelled), on scopes of one queue and of many (a
+  PerActor or SpotWide Spot with Actor, timer and Spot queues): a timer that fires
+  late, early, not at all, or on only some of the scope's queues is caught;
 * ``CancellationOnOwnTurn``: a cancelled work meets its cancellation on its own turn,
-  and a work that had not started when its cancellation was made pending never starts;
+  a work that had not started when its cancellation was made pending never starts, and
+  a work ends ``cancelled`` only if a disposal (``dispose``, or the timer of
+  ``dispose_after_timeout``) made its cancellation pending first (SD-1, D-8);
 * ``EveryAcceptedWorkEndsOnce``: every handle settles once, as its trace says; after
   ``settle`` every accepted work has ended and every reservation is back to zero.
 """
@@ -37,6 +49,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from zlink_model.invariants import TraceChecker, Violation
+from zlink_model.queue import MODE_NAMES
 from zlink_model.replay import TraceReplayer
 from zlink_reference import (
     ZLinkActorSerialExecutor,
@@ -80,6 +93,22 @@ BATCHES = st.lists(st.tuples(st.sampled_from(KINDS), st.sampled_from([0, 0, 1, 3
 
 class WorkFailedError(Exception):
     """What a failing work raises."""
+
+
+class WatchedClock(VirtualClock):
+    """The scope's virtual clock, telling the machine each reading it moves to, before
+    the runtime's timers that came due are posted: the machine judges from the readings
+    and the timeout it gave whether the disposal timer must fire, instead of learning
+    it from the runtime's ``expire_timeout`` event (checks derive, never copy)."""
+
+    def __init__(self, moved: Callable[[int], None]) -> None:
+        super().__init__()
+        self._moved = moved
+
+    def advance(self, ms: int) -> None:
+        if isinstance(ms, int) and not isinstance(ms, bool) and ms >= 0:
+            self._moved(self.now() + ms)
+        super().advance(ms)
 
 
 @dataclasses.dataclass(eq=False)
@@ -128,14 +157,19 @@ class DisposalMachine(RuleBasedStateMachine):
         something in it)."""
         self.kind = scope
         self.policy = policy
-        self.clock = VirtualClock()
+        self.clock = WatchedClock(self._clock_moved)
         self.trace = TraceRecorder()
         self.jobs: list[Job] = []
         self.externals: list[asyncio.Future[int]] = []
         self.broken: list[str] = []
         self.waiters: list[Waiter] = []
         self.mode = "open"  # the model's scope mode
-        self.timeout_at: int | None = None
+        # The disposal timer as the model has it: the reading it is due at, the finals
+        # not yet placed when it started (D-12: one is placed once everything before it
+        # ended, so its placement means the timer was stopped first), and what started it.
+        self.timer_due: int | None = None
+        self.timer_finals: list[Job] = []
+        self.timer_note = ""
         self.failures = 0
         kw: dict[str, Any] = {"clock": self.clock, "loop": self.driver.loop,
                               "observer": self.trace, "error_hook": self._hook}
@@ -271,10 +305,7 @@ class DisposalMachine(RuleBasedStateMachine):
     @rule(ms=st.integers(1, 4))
     def advance_clock(self, ms: int) -> None:
         """Time passes; a disposal timeout may expire (ExpireTimeout)."""
-        before = len(self.trace.events)
         self.driver.call(lambda: self.clock.advance(ms))
-        if any(e.event == "expire_timeout" for e in self.trace.events[before:]):
-            self.mode = "cancelled"
 
     def _live(self) -> list[Job]:
         return [j for j in self.jobs if j.handle is not None and not j.handle.done()]
@@ -297,6 +328,7 @@ class DisposalMachine(RuleBasedStateMachine):
         s = self.scope
         if how == "dispose":
             self._cancel_all()
+            self.timer_due = None  # dispose stops the disposal timer
             self.driver.call(s.dispose)
             self.mode = "cancelled"
         elif how == "dispose_safely":
@@ -307,11 +339,63 @@ class DisposalMachine(RuleBasedStateMachine):
             self.driver.call(s.dispose_safely)
         else:
             ms = data.draw(st.integers(0, 4), label="ms")
-            if self.mode == "open":
-                self.mode = "timeout"
-            self.driver.call(lambda: s.dispose_after_timeout(ms))
-        if any(e.event == "expire_timeout" for e in self.trace.events[self.fed:]):
-            self.mode = "cancelled"
+
+            def call() -> None:
+                self._start_timeout(ms)
+                s.dispose_after_timeout(ms)
+
+            self.driver.call(call)
+
+    # ------------------------------------------------------ the disposal timer
+    def _counted(self) -> list[Job]:
+        """The live works the runtime counts: those placed in a queue."""
+        return [j for j in self._live() if _placed(j.handle)]
+
+    def _timer_stopped(self) -> bool:
+        """The runtime stops the disposal timer once every work it counts has ended
+        (D-18); ends are final after a disposal, so nothing counted now means the timer
+        was stopped, and so does the placement of a final that waited when it started."""
+        return not self._counted() or any(
+            _placed(j.handle) or (j.handle is not None and j.handle.done())
+            for j in self.timer_finals)
+
+    def _start_timeout(self, ms: int) -> None:
+        """``dispose_after_timeout(ms)`` in the model, just before the runtime's call: an
+        open scope enters the timeout mode; unless a timer already runs, one is due at
+        ``now + ms`` when the scope is in the timeout mode or was disposed safely (D-27:
+        the bound then applies to the zombies) and has counted work left (SD-1). A
+        cancelled scope has nothing left to bound."""
+        if self.mode == "open":
+            self.mode = "timeout"
+        if self.timer_due is not None and self._timer_stopped():
+            self.timer_due = None
+        if self.timer_due is None and self.mode in ("timeout", "safely") and self._counted():
+            now = self.clock.now()
+            self.timer_due = now + ms
+            self.timer_finals = [j for j in self._live() if not _placed(j.handle)]
+            self.timer_note = (f"dispose_after_timeout({ms}) at {now} ms on a scope "
+                               f"{self.mode}, due at {self.timer_due} ms")
+            self._clock_moved(now)
+
+    def _clock_moved(self, now: int) -> None:
+        """The clock moves to ``now``: a timer due by then that was not stopped fires.
+        The runtime posts its timer callback to the loop; the model's own step is
+        posted just before it, so it sees the works as the runtime's callback will."""
+        due = self.timer_due
+        if due is None or now < due:
+            return
+        self.timer_due = None
+        if self._timer_stopped():
+            return
+        note = f"{self.timer_note}; the clock reached {now} ms with work live"
+        self.driver.loop.call_soon(self._timer_fires, note)
+
+    def _timer_fires(self, note: str) -> None:
+        """The timer is up: as dispose, every live work has its cancellation made
+        pending and the scope is cancelled (SD-1; D-27 for a scope disposed safely)."""
+        self._cancel_all()
+        self.mode = "cancelled"
+        self.timer_note = note
 
     @precondition(lambda self: self.ready and len(self.waiters) < 6)
     @rule(after_cancellation=st.booleans())
@@ -357,6 +441,13 @@ class DisposalMachine(RuleBasedStateMachine):
         queues = self.scope._scope_queues()
         found += self.checker.check(q._core for q in queues)
         fail_on(found, disagreements, f"disposal ({self.kind})")
+        for q in queues:
+            got = MODE_NAMES[q._core.mode]
+            if got != self.mode:
+                raise AssertionError(
+                    f"ExpireTimeout (SD-1, D-27): queue {q.name} of the {self.kind} scope is "
+                    f"{got}, the model derives {self.mode} from the disposal calls and the "
+                    f"clock ({self.timer_note or 'no disposal timer started'})")
         assert not self.driver.errors, f"the loop logged errors: {self.driver.errors}"
         assert not self.broken, "; ".join(self.broken)
         # A session's final work counts from its acceptance, placed or not (D-22).
@@ -378,6 +469,12 @@ class DisposalMachine(RuleBasedStateMachine):
                 raise AssertionError(
                     f"CancellationOnOwnTurn: work {job.index} had not started when its "
                     f"scope cancelled it, and started anyway (SD-1)")
+            if h.done() and h.outcome() == "cancelled" and not job.cancel_pending:
+                raise AssertionError(
+                    f"CancellationOnOwnTurn (SD-1, D-8): work {job.index} ({job.entry}, "
+                    f"{job.kind}) ended cancelled, but no disposal made its cancellation "
+                    f"pending (the scope is {self.mode}: dispose_safely cancels nothing, "
+                    f"dispose_after_timeout only once its timer is up)")
             if not _placed(h):
                 # A final work that never reached its queue (cancelled while held,
                 # D-22) has no trace; it must have ended cancelled, never started.

@@ -223,6 +223,65 @@ def test_D_4_a_reported_streak_that_disagrees_with_the_rules_is_a_failure() -> N
     assert not inv.LifecycleBurstBounded(trace=bad)
 
 
+def lifecycle_overtakes(core: QueueCore) -> None:
+    """Application work waits, then a lifecycle item comes: within the burst limit the
+    lifecycle item is served first (SE-6.6, SE-6.1)."""
+    a0, a1, l0 = WorkRecord(), WorkRecord(), WorkRecord()
+    core.admit(a0)
+    core.admit(a1)
+    core.admit(l0, LIFECYCLE_LANE)
+    core.enter_drain(0)
+    for _ in range(3):
+        core.finish(core.take_next(0))
+    core.exit_drain(0)
+
+
+def test_SE_6_6_the_trace_checker_derives_the_line_each_take_serves() -> None:
+    """The line a take serves is computed from the lines, the derived streak and the
+    burst limit (rules.select_next), not taken from the trace: a core that serves the
+    waiting application work before a lifecycle item it should let overtake (streak 0,
+    every line in order) breaks LifecycleBurstBounded. Killer of the
+    ``lifecycle_waits_for_application`` mutant."""
+    _, events = run(lifecycle_overtakes)
+    found = check_trace(events, POLICY)
+    assert found.ok, found.lines()
+    takes = [e.fields["source"] for e in events if e.event == "take_next"]
+    assert takes == ["lifecycle", "application", "application"]
+
+
+def test_SE_6_6_a_take_from_the_wrong_line_is_named_with_the_line_the_rules_serve() -> None:
+    """The trace edited so that the application work is taken while the lifecycle item
+    waits (and the lifecycle item after it): each line stays in order and the streak
+    within the limit, yet the choice of line is not the rules'."""
+    _, events = run(lifecycle_overtakes)
+    takes = [i for i, e in enumerate(events) if e.event == "take_next"]
+    first, second = events[takes[0]], events[takes[1]]
+    bad = list(events)
+    bad[takes[0]] = dataclasses.replace(first, fields={**second.fields})
+    bad[takes[1]] = dataclasses.replace(second, fields={**first.fields})
+    finishes = [i for i, e in enumerate(events) if e.event == "finish"]
+    bad[finishes[0]] = dataclasses.replace(events[finishes[0]],
+                                           fields={**events[finishes[1]].fields})
+    bad[finishes[1]] = dataclasses.replace(events[finishes[1]],
+                                           fields={**events[finishes[0]].fields})
+    found = [v for v in check_trace(bad, POLICY).violations
+             if v.invariant == "LifecycleBurstBounded"]
+    assert found and "the rules serve the lifecycle line" in found[0].message, found
+    assert not inv.LifecycleBurstBounded(trace=bad, policy=POLICY)
+
+
+def test_D_4_a_core_whose_streak_disagrees_with_its_trace_is_a_failure() -> None:
+    """The core's own streak is held to the streak derived from its trace: a core
+    broken on purpose (its streak set by hand after the takes) breaks
+    LifecycleBurstBounded in the agreement of core and trace."""
+    core, events = run(burst_then_barrier)
+    checker = inv.TraceChecker(POLICY)
+    assert checker.feed(events) == [] and checker.check([core]) == []
+    core.streak = 1
+    found = [v for v in checker.check([core]) if v.invariant == "LifecycleBurstBounded"]
+    assert found and "the core's lifecycle streak is 1" in found[0].message, found
+
+
 # The invariant each of broken_traces() must break, in its order.
 BROKEN = ["NoDoubleDrain", "NoDoubleDrain", "FifoWithinLane", "LifecycleBurstBounded",
           "NoResumeWithoutRequeue", "NoResumeWithoutRequeue", "NoLostWakeup",

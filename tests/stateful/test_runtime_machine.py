@@ -15,7 +15,11 @@ After every rule:
   running code did only what the model allows, ``zlink_model.replay``);
 * what the application sees agrees: one work runs at a time, a resumed work runs on its
   own turn, every handle settles once with the outcome the trace reports, every failure
-  reaches the error hook once, the loop logged no error.
+  reaches the error hook once, the loop logged no error;
+* ``statistics()`` (D-24: one view of one state) reports what the trace gives: the items
+  waiting in every line (barrier-next, lifecycle, application), the turn, the suspended
+  works, each lane's reservations, the drain flags and the closed flag; each field is
+  computed from the events, never read from the queue.
 
 The ``post`` rule submits handle-less works. On the traced queue they take ``enqueue``'s
 path (the trace checks them like any work); the same works also go to an untraced twin
@@ -482,6 +486,7 @@ class RuntimeMachine(OutsideWorld, RuleBasedStateMachine):
         assert not self.driver.errors, f"the loop logged errors: {self.driver.errors}"
         assert not self.app.broken, "; ".join(self.app.broken)
         self.check_twin()
+        self.check_statistics()
         image = self.checker.image
         for job in self.app.jobs:
             h = job.handle
@@ -503,10 +508,36 @@ class RuntimeMachine(OutsideWorld, RuleBasedStateMachine):
                     f"work {job.index} ({w.outcome}) reached the error hook {job.reported} "
                     f"time(s)")
 
+    def check_statistics(self) -> None:
+        """D-24: ``statistics()`` is one view of the queue's state. Each field is held to
+        the figure the trace image gives after the same events (the lines, the turn, the
+        suspended works, each lane's count and bytes, the drain flags, closed), so a view
+        that leaves a line out or counts a lane wrong is caught instead of believed."""
+        image = self.checker.image
+        view = self.queue.statistics()
+        derived: dict[str, object] = {
+            "ready": sum(len(line) for line in image.lines.values()),
+            "running": image.current is not None,
+            "suspended": sum(1 for w in image.live() if w.phase == "suspended"),
+            "application_count": image.count["application"],
+            "application_bytes": image.bytes["application"],
+            "lifecycle_count": image.count["lifecycle"],
+            "lifecycle_bytes": image.bytes["lifecycle"],
+            "draining": image.draining,
+            "drain_scheduled": image.scheduled,
+            "closed": image.closed,
+        }
+        wrong = [f"{field} is {getattr(view, field)!r}, the trace gives {want!r}"
+                 for field, want in derived.items() if getattr(view, field) != want]
+        if wrong:
+            raise AssertionError(
+                "D-24: statistics() is not the queue's state as the trace has it "
+                f"(lines {image.lines}): " + "; ".join(wrong))
+
     @invariant()
     def every_invariant_holds(self) -> None:
-        """Trace invariants, core invariants, agreement, model replay, and what the
-        application saw."""
+        """Trace invariants, core invariants, agreement, model replay, what the
+        application saw, and the statistics view."""
         if self.ready:
             self.check_everything()
 

@@ -216,6 +216,20 @@ def _barrier_keeps_streak() -> None:
     setattr(core_queue, "select_next", patched)  # noqa: B010 (a patch, not a set)
 
 
+@mutant("lifecycle_waits_for_application", "SE-6.6", "LifecycleBurstBounded",
+        "lifecycle work waits behind application work instead of overtaking it: the "
+        "streak stays 0, always within the burst limit, and every line stays in order")
+def _lifecycle_waits_for_application() -> None:
+    original = rules.select_next
+
+    def patched(barrier: int, life: int, app: int, streak: int, limit: int) -> Any:
+        if not barrier and life and app:
+            return rules.Source.APPLICATION, 0
+        return original(barrier, life, app, streak, limit)
+
+    setattr(core_queue, "select_next", patched)  # noqa: B010 (a patch, not a set)
+
+
 @mutant("close_drops_accepted", "SE-6.2", "EveryAcceptedWorkEndsOnce",
         "close discards the works still waiting in line")
 def _close_drops_accepted() -> None:
@@ -497,6 +511,82 @@ def _cancel_off_turn() -> None:
 
     del original
     ZLinkSerialExecutionQueue._yield = patched  # type: ignore[method-assign]
+
+
+@mutant("timeout_fires_late", "SD-1", "ExpireTimeout",
+        "the timer of dispose_after_timeout(ms) is set one millisecond past the timeout, "
+        "so what is left is cancelled late")
+def _timeout_fires_late() -> None:
+    from zlink_reference._shell.scope import ScopeMixin
+
+    original = ScopeMixin.dispose_after_timeout
+
+    def patched(self: Any, timeout_ms: float) -> None:
+        original(self, timeout_ms + 1)  # bug: `>` where `>=` belongs
+
+    ScopeMixin.dispose_after_timeout = patched  # type: ignore[method-assign]
+
+
+@mutant("timeout_expires_one_queue", "SD-1", "ExpireTimeout",
+        "the timer of dispose_after_timeout cancels what is left on the scope's first "
+        "queue only; the other queues of a Spot stay in the timeout mode and run on")
+def _timeout_expires_one_queue() -> None:
+    from zlink_reference._shell.scope import ScopeMixin
+
+    def patched(self: Any) -> None:
+        self._scope_state().timer = None
+        self._scope_cancelling()
+        for q in self._scope_queues()[:1]:  # bug: the first queue only
+            if q._core.mode == core_queue.MODE_TIMEOUT:
+                q._scope_cancel(expire=True)
+            elif q._core.mode == core_queue.MODE_SAFELY:
+                q._scope_cancel(expire=False)
+
+    ScopeMixin._expire = patched  # type: ignore[method-assign]
+
+
+@mutant("dispose_safely_cancels_queued", "SD-1", "CancellationOnOwnTurn",
+        "dispose_safely cancels the works that never started and keeps only the started "
+        "ones as zombies (on every scope but a SpotWide Spot)")
+def _dispose_safely_cancels_queued() -> None:
+    import asyncio
+
+    from zlink_reference._shell.scope import ScopeMixin
+
+    original = ScopeMixin.dispose_safely
+
+    def patched(self: Any) -> None:
+        if self._rt.on_loop_thread() and not getattr(self, "_wide", False):
+            for q in self._scope_queues():
+                core = q._core
+                if core.mode != core_queue.MODE_OPEN:
+                    continue
+                for source in (rules.Source.BARRIER, rules.Source.LIFECYCLE,
+                               rules.Source.APPLICATION):
+                    for rec in list(core.line(source)):
+                        # bug: a never-started work is dropped, not made a zombie
+                        if rec.phase == core_queue.QUEUED:
+                            core.cancel(rec)
+                            q._ended(rec, core_queue.CANCELLED, asyncio.CancelledError())
+        original(self)
+
+    ScopeMixin.dispose_safely = patched  # type: ignore[method-assign]
+
+
+@mutant("statistics_skip_barrier_line", "D-24", "QueueStatistics",
+        "statistics() counts the works waiting in the lifecycle and application lines as "
+        "ready, but not those in the barrier-next line")
+def _statistics_skip_barrier_line() -> None:
+    from zlink_reference._shell import queue as shell_queue
+
+    original = shell_queue.QueueStatistics.__init__
+
+    def patched(self: Any, core: QueueCore[Any]) -> None:
+        original(self, core)
+        if core.barrier:
+            self.ready -= len(core.barrier)  # bug: the barrier-next line is left out
+
+    shell_queue.QueueStatistics.__init__ = patched  # type: ignore[method-assign]
 
 
 # ------------------------------------------------------- invariants' own mutants
