@@ -65,8 +65,10 @@ VARIABLES
     k,      \* which log this state belongs to
     l,      \* how many events of log k are matched
     taken,  \* entries of the current racing run matched ahead of l
-    lag     \* the turn holder got its turn in a hidden take: its started or
+    lag,    \* the turn holder got its turn in a hidden take: its started or
             \* resumed event is still to come
+    ending  \* the work whose terminal event was seen, not yet ended by the queue
+            \* (its reservation released: a hidden Finish); NoWork if none
 
 SQ == <<app, life, barrier, appCount, appBytes, lifeCount, lifeBytes, nextSeq,
         drainScheduled, draining, current, streak, closed, suspended,
@@ -102,6 +104,9 @@ Q(i) == INSTANCE SerialQueue WITH
 (* unseen before (lag): the drain gives the next item the turn before the   *)
 (* work's code runs and reports started or resumed, so other events (an     *)
 (* admission) may be written in between; the take was as the queue was then.*)
+(* Likewise a terminal event (finished, failed) is written by the work while *)
+(* it holds its turn: the queue ends it (Finish: the turn and the           *)
+(* reservation released) in a hidden step after it (ending).               *)
 Do(i, j) ==
     LET e == Log[i][j] IN
     CASE e.op = "admit" -> Q(i)!Admit(j)
@@ -110,8 +115,13 @@ Do(i, j) ==
             /\ \/ ~lag /\ Q(i)!TakeNext /\ current' = e.w
                \/ lag /\ current = e.w /\ UNCHANGED SQ
             /\ (resumes[e.w] > 0) = e.flag  \* started, or resumed after a yield
-      [] e.op = "finish" -> ~lag /\ Q(i)!Finish(e.w)
-      [] e.op = "yield_turn" -> ~lag /\ Q(i)!YieldTurn(e.w)
+      [] e.op = "finish" ->
+            /\ ~lag /\ ending = 0 /\ current = e.w /\ e.w # 0
+            /\ ending' = e.w /\ UNCHANGED SQ
+      [] e.op = "yield_turn" -> ~lag /\ ending = 0 /\ Q(i)!YieldTurn(e.w)
+      \* a settle answered: nothing could progress, so every unseen take was
+      \* reported and every terminal event's work ended by then
+      [] e.op = "sync" -> ~lag /\ ending = 0 /\ UNCHANGED SQ
 
 (* The next event: entry l + 1, or, inside a racing run, any entry of the   *)
 (* run not matched yet.                                                    *)
@@ -121,6 +131,7 @@ Step(i) ==
         /\ Do(i, j)
         /\ taken' = IF l + 1 = e.hi THEN {} ELSE taken \cup {j}
         /\ lag' = (lag /\ e.op # "take_next")
+        /\ e.op # "finish" => UNCHANGED ending
 
 (* How many events of log i came before the runner settled the call w is    *)
 (* suspended on (its latest yield_turn's ret; 0 when no command does).      *)
@@ -136,8 +147,9 @@ Hidden(i) ==
                  \/ Q(i)!CallReturns(w) /\ l >= ReturnAfter(i, w)
                  \/ Q(i)!Requeue(w)
           \/ LogCloseAfter[i] >= 0 /\ l >= LogCloseAfter[i] /\ Q(i)!Close
-       /\ UNCHANGED lag
-    \/ ~lag /\ Q(i)!TakeNext /\ lag' = TRUE
+       /\ UNCHANGED <<lag, ending>>
+    \/ ~lag /\ Q(i)!TakeNext /\ lag' = TRUE /\ UNCHANGED ending
+    \/ ending # 0 /\ Q(i)!Finish(ending) /\ ending' = 0 /\ UNCHANGED lag
 
 (* Register i holds the furthest log i got (-1 once it matched); register  *)
 (* NLogs + 1 how many logs matched.                                        *)
@@ -146,6 +158,7 @@ TraceInit ==
     /\ l = 0
     /\ taken = {}
     /\ lag = FALSE
+    /\ ending = 0
     /\ \E i \in Logs : k = i /\ Q(i)!Init /\ TLCSet(i, 0)
     /\ TLCSet(NLogs + 1, 0)
 

@@ -32,20 +32,22 @@ LogCloseAfter == <<-1>>
 \* yield_turn, how many events of this queue came before the runner settled the
 \* call the work waits on (0: no command did); lo..hi the entries of the racing run
 \* (one submit_concurrent's accepted and rejected events) it is in, itself alone
-\* if none.
+\* if none. An op "sync" is a settle answered: nothing could progress then.
 Log == <<
     <<
         [op |-> "admit", w |-> 1, flag |-> FALSE, ret |-> 0, lo |-> 1, hi |-> 1],
         [op |-> "take_next", w |-> 1, flag |-> FALSE, ret |-> 0, lo |-> 2, hi |-> 2],
-        [op |-> "yield_turn", w |-> 1, flag |-> FALSE, ret |-> 6, lo |-> 3, hi |-> 3],
+        [op |-> "yield_turn", w |-> 1, flag |-> FALSE, ret |-> 7, lo |-> 3, hi |-> 3],
         [op |-> "admit", w |-> 2, flag |-> FALSE, ret |-> 0, lo |-> 4, hi |-> 4],
         [op |-> "take_next", w |-> 2, flag |-> FALSE, ret |-> 0, lo |-> 5, hi |-> 5],
         [op |-> "admit", w |-> 3, flag |-> FALSE, ret |-> 0, lo |-> 6, hi |-> 6],
-        [op |-> "finish", w |-> 2, flag |-> FALSE, ret |-> 0, lo |-> 7, hi |-> 7],
-        [op |-> "take_next", w |-> 3, flag |-> FALSE, ret |-> 0, lo |-> 8, hi |-> 8],
-        [op |-> "finish", w |-> 3, flag |-> FALSE, ret |-> 0, lo |-> 9, hi |-> 9],
-        [op |-> "take_next", w |-> 1, flag |-> TRUE, ret |-> 0, lo |-> 10, hi |-> 10],
-        [op |-> "finish", w |-> 1, flag |-> FALSE, ret |-> 0, lo |-> 11, hi |-> 11]
+        [op |-> "sync", w |-> 0, flag |-> FALSE, ret |-> 0, lo |-> 7, hi |-> 7],
+        [op |-> "finish", w |-> 2, flag |-> FALSE, ret |-> 0, lo |-> 8, hi |-> 8],
+        [op |-> "take_next", w |-> 3, flag |-> FALSE, ret |-> 0, lo |-> 9, hi |-> 9],
+        [op |-> "finish", w |-> 3, flag |-> FALSE, ret |-> 0, lo |-> 10, hi |-> 10],
+        [op |-> "take_next", w |-> 1, flag |-> TRUE, ret |-> 0, lo |-> 11, hi |-> 11],
+        [op |-> "finish", w |-> 1, flag |-> FALSE, ret |-> 0, lo |-> 12, hi |-> 12],
+        [op |-> "sync", w |-> 0, flag |-> FALSE, ret |-> 0, lo |-> 13, hi |-> 13]
     >>
 >>
 =============================================================================

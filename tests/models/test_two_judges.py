@@ -129,6 +129,43 @@ def test_D_11_judges_agree_on_the_reference_and_part_where_one_is_broken(
 
 
 @pytest.mark.slow  # the whole fixed suite through TLC; .ci/run runs the command itself
+def _entries(settled_first: bool) -> list[tuple[str, dict[str, object]]]:
+    """A work's terminal event, then a rejection for the lane it held (capacity 1):
+    legal while its end may still be to come, not once a settle was answered."""
+    msgs: list[tuple[str, dict[str, object]]] = [
+        ("sent", {"cmd": "reset"}), ("received", {"re": 0, "ok": True}),
+        ("sent", {"cmd": "create", "target": "q", "type": "queue",
+                  "policy": {"application_message_capacity": 1}}),
+        ("received", {"re": 1, "ok": True}),
+        ("sent", {"cmd": "submit", "work": "a", "target": "q", "entry": "enqueue",
+                  "script": [{"op": "gate", "gate": "g"}]}),
+        ("received", {"event": "accepted", "work": "a", "owner": "q"}),
+        ("received", {"re": 2, "ok": True, "verdict": "accepted"}),
+        ("received", {"event": "started", "work": "a", "owner": "q"}),
+        ("sent", {"cmd": "open", "gate": "g"}), ("received", {"re": 3, "ok": True}),
+        ("received", {"event": "finished", "work": "a", "owner": "q"}),
+    ]
+    if settled_first:
+        msgs += [("sent", {"cmd": "settle"}), ("received", {"re": 4, "ok": True})]
+    msgs += [("sent", {"cmd": "submit", "work": "b", "target": "q", "entry": "enqueue",
+                       "script": []}),
+             ("received", {"event": "rejected", "work": "b", "owner": "q",
+                           "reason": "application_count"}),
+             ("received", {"re": 5, "ok": True, "verdict": "rejected"})]
+    return msgs
+
+
+def test_SE_5_2_tlc_lets_a_reservation_outlive_the_terminal_event_until_a_settle() -> None:
+    (early,) = queue_transcripts(_entries(settled_first=False))
+    (late,) = queue_transcripts(_entries(settled_first=True))
+    assert [s.op for s in late.steps][-2:] == ["sync", "reject"]
+    before, after = check_queues_with_tlc([early, late], MODELS)
+    assert isinstance(before, TlcTraceVerdict) and before.matched, before
+    assert isinstance(after, TlcTraceVerdict) and not after.matched
+    assert after.first_unmatched is not None
+    assert late.steps[after.first_unmatched].op == "reject"
+
+
 def test_judges_command_agrees_on_the_reference_adapter(
     tmp_path: Path, capsys: pytest.CaptureFixture[str],
 ) -> None:

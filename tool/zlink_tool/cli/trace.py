@@ -170,6 +170,10 @@ def tlc_transcript_queues(queues: list[QueueTranscript], models: Path,
 def _unmatched_step(q: QueueTranscript) -> Callable[[int], tuple[int, str, str]]:
     def unmatched(index: int) -> tuple[int, str, str]:
         step = q.steps[index]
+        if step.op == "sync":
+            return step.position, "take_next", (
+                f"the settle reply (transcript entry {step.position}) came while a turn "
+                "given or a work's end was still unreported: something could progress")
         action = TLC_EVENTS[step.op][0]
         return step.position, step.op, (
             f"{step.wire} of {step.work} (transcript entry {step.position}) is not a step "

@@ -152,7 +152,8 @@ def _compare(name: str, oracle: ModelVerdict, queues: Sequence[QueueTranscript],
                     f"{step.wire} of {step.work}: {why}; the oracle "
                     + ("found nothing" if diverged is None
                        else f"refused a later entry ({diverged})")))
-        elif diverged is not None and any(s.position == diverged for s in q.steps):
+        elif diverged is not None and any(s.position == diverged and s.op != "sync"
+                                          for s in q.steps):
             div = oracle.divergence
             assert div is not None
             found.append(Disagreement(name, diverged, q.owner, "oracle",

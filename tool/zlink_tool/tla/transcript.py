@@ -140,6 +140,8 @@ def queue_transcripts(entries: Sequence[tuple[str, Mapping[str, Any]]]) -> list[
     settled: set[str] = set()  # calls the runner completed or failed
     races = 0  # submit_concurrent commands so far
     racing = 0  # the one whose reply has not come yet (0: none)
+    last_cmd = None
+    moved: set[str] = set()  # queues with an event since the last settle answered
 
     def submission(sub: Mapping[str, Any]) -> None:
         for info in submissions(sub, targets):
@@ -159,7 +161,7 @@ def queue_transcripts(entries: Sequence[tuple[str, Mapping[str, Any]]]) -> list[
 
     for pos, (direction, msg) in enumerate(entries):
         if direction == "sent":
-            cmd = msg.get("cmd")
+            cmd = last_cmd = msg.get("cmd")
             if cmd == "create":
                 name = str(msg.get("target"))
                 type_ = str(msg.get("type"))
@@ -197,6 +199,12 @@ def queue_transcripts(entries: Sequence[tuple[str, Mapping[str, Any]]]) -> list[
             continue
         if "re" in msg:
             racing = 0  # the reply: every racing verdict was written before it
+            if last_cmd == "settle" and msg.get("ok"):
+                # nothing could progress: a step "sync" for each queue that moved since
+                for q in queues.values():
+                    if q.owner in moved and q.not_checked is None:
+                        q.steps.append(WireStep("sync", "", pos, "settle reply"))
+                moved.clear()
         event = msg.get("event")
         if not isinstance(event, str) or event not in _TRANSITIONS:
             continue  # a reply, or an event of no queue step
@@ -236,6 +244,7 @@ def queue_transcripts(entries: Sequence[tuple[str, Mapping[str, Any]]]) -> list[
                                 closed=name == "rejected" and msg.get("reason") == "closed",
                                 kind=_kind(sub), payload=sub.payload,
                                 race=racing if steps[0] in ("admit", "reject") else 0))
+        moved.add(owner)
     return list(queues.values())
 
 
@@ -377,7 +386,7 @@ LogCloseAfter == {close_after}
 \\* yield_turn, how many events of this queue came before the runner settled the
 \\* call the work waits on (0: no command did); lo..hi the entries of the racing run
 \\* (one submit_concurrent's accepted and rejected events) it is in, itself alone
-\\* if none.
+\\* if none. An op "sync" is a settle answered: nothing could progress then.
 Log == {log}
 =============================================================================
 """
