@@ -130,12 +130,15 @@ def tlc_judge(transcripts: list[Path], models: Path,
         if isinstance(last, dict) and last.get("verdict") not in ("passed", "skipped", None):
             failing.append(path)
     print(f"tlc: judging the transcripts of {len(failing)} case(s) that did not pass, queue "
-          "by queue, against SerialQueue.tla")
-    out = []
+          "by queue, against SerialQueue.tla (one TLC run for all of them)")
+    queues = []
     for path in failing:
         with path.open(encoding="utf-8") as fh:
-            entries = read_transcript(fh)
-        records = tlc_transcript_queues(queue_transcripts(entries), models, timeout)
+            queues.append(queue_transcripts(read_transcript(fh)))
+    every = tlc_transcript_queues([q for qs in queues for q in qs], models, timeout)
+    out = []
+    for path, qs in zip(failing, queues, strict=True):
+        records, every = every[:len(qs)], every[len(qs):]
         refused = [r for r in records if r["status"] == "fail"]
         checked = [r for r in records if r["status"] in ("ok", "fail")]
         if refused:
