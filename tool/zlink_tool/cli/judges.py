@@ -60,9 +60,9 @@ def judges(args: argparse.Namespace) -> int:
     Python model is a bug in the oracle; TLC shares none of its code, so the two must
     agree on every transcript.
 
-      zlink conformance judges                      the reference, 150 generated
+      zlink conformance judges                    the reference, 150 generated
       zlink conformance judges --runs 1000 --seed 3
-      zlink conformance judges --adapter "node conformance/examples/node/adapter.js"
+      zlink conformance judges --adapter "CMD"    any adapter
 
     A disagreement names the transcript and the entry where the two part: TLC refuses an
     event the oracle accepted, or the oracle refuses an event of a queue TLC matched
