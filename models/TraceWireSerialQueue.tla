@@ -1,12 +1,20 @@
 ------------------------- MODULE TraceWireSerialQueue -------------------------
 (***************************************************************************)
-(* Trace validation of what a foreign runtime showed on the wire: is one   *)
+(* Trace validation of what a foreign runtime showed on the wire: is each  *)
 (* queue's part of a conformance transcript (zlink conformance run         *)
 (* --transcripts DIR) a behaviour of SerialQueue.tla? The data is in the   *)
 (* module WireLog.tla beside this one, written by zlink_tool.tla.transcript *)
-(* from the transcript through the vocabulary table (accepted is admit,    *)
+(* from transcripts through the vocabulary table (accepted is admit,       *)
 (* started and resumed are take_next, yielded is yield_turn, finished and  *)
 (* failed are finish). This module is the same for every transcript.      *)
+(*                                                                         *)
+(* One run of TLC judges many queue logs (NLogs of them, from one or many *)
+(* transcripts): the variable k says which log a state belongs to, chosen *)
+(* once in the initial state, and log k's queue is the instance Q(k) of    *)
+(* SerialQueue.tla with that log's works and lane policy. The logs never   *)
+(* meet: every state of log k has k in it, so TLC walks NLogs independent *)
+(* searches in one JVM, and stops when each log is matched (or one breaks *)
+(* an invariant; the caller then runs the rest again without it).         *)
 (*                                                                         *)
 (* Unlike TraceSerialQueue.tla, which checks a runtime's own trace where   *)
 (* every core step is an event, the wire does not show every step: the    *)
@@ -17,76 +25,172 @@
 (* left to the model's nondeterminism, as the kit's oracle does with its   *)
 (* hidden steps: any of them may happen any number of times between two   *)
 (* observed events. An observed event is the spec's own action with the   *)
-(* work the event names. So the log is accepted when SOME way of filling  *)
-(* in the hidden steps makes it a behaviour of SerialQueue.tla, and        *)
-(* refused when none does. What the transcript does say about them holds: *)
-(* a suspended work's call returns only once the runner sent the command   *)
+(* work the event names. So a log is accepted when SOME way of filling in  *)
+(* the hidden steps makes it a behaviour of SerialQueue.tla, and refused   *)
+(* when none does. What the transcript does say about them holds: a       *)
+(* suspended work's call returns only once the runner sent the command    *)
 (* that settles it (complete or fail; ret of its yield_turn event), and    *)
 (* Close only once the close (or disposal) command was sent.               *)
 (*                                                                         *)
+(* Racing submissions (submit_concurrent, SE-6.3): their verdicts are      *)
+(* written by as many threads, so the order of their accepted and rejected *)
+(* events says nothing about the order the queue admitted them in. A run   *)
+(* of such events (entries lo..hi of a log) is matched in any order: each  *)
+(* step takes one entry of the run not taken yet (taken), as the oracle    *)
+(* judges every order of them.                                             *)
+(*                                                                         *)
 (* What is abstracted away, beyond SerialQueue.tla's own abstractions:     *)
-(*  - Work names. WireLog.tla numbers the queue's submissions 1..N in the  *)
-(*    order they were accepted or rejected; one submitter "s" submits      *)
-(*    them in that order (the log says which is next).                    *)
+(*  - Work names. WireLog.tla numbers a queue's submissions 1..N in the    *)
+(*    order they were accepted or rejected. Each admission entry j is a   *)
+(*    submitter of its own that submits just that work (Script), and the  *)
+(*    log says which one submits next.                                     *)
 (*  - What the wire does not report: sequence numbers and wake flags (the  *)
 (*    model computes them), and whether a rejection was for a full lane or *)
 (*    a closed queue beyond the reason (a "closed" reason needs Close).    *)
 (*                                                                         *)
-(* Verdicts (run without deadlock checking):                               *)
-(*  - TRACE_MATCHED printed and exit 0: the log is a behaviour of the spec;*)
-(*  - exit 0 without it: no way through; the largest TRACE_AT printed is   *)
-(*    how many events were matched, so the next one is the first refused; *)
-(*  - exit 12: an invariant of the spec broke on the way (named).          *)
+(* Verdicts (run without deadlock checking), per log k:                    *)
+(*  - <<"TRACE_MATCHED", k, n>> printed: log k is a behaviour of the spec; *)
+(*  - not printed: no way through; the largest <<"TRACE_AT", k, n>>       *)
+(*    printed is how many events were matched, so event n + 1 is the first *)
+(*    refused;                                                             *)
+(*  - exit 12: an invariant broke on the way (named); the error trace's    *)
+(*    states say which log (k).                                            *)
 (***************************************************************************)
-EXTENDS SerialQueue, WireLog, TLC
+EXTENDS Integers, Sequences, FiniteSets, TLC, WireLog
 
-TraceWorks == 1..Len(LogLanes)
-TraceLane == [w \in TraceWorks |-> LogLanes[w]]
-TracePayload == [w \in TraceWorks |-> LogPayloads[w]]
-TraceYields == [w \in TraceWorks |-> LogYields[w]]
-TraceSubmitters == {"s"}
-TraceScript == [s \in TraceSubmitters |-> [i \in TraceWorks |-> i]]
-\* Close is possible iff the transcript sent a close command for this queue.
-TraceCloseAllowed == LogCloseAfter >= 0
+VARIABLES
+    app, life, barrier, appCount, appBytes, lifeCount, lifeBytes, nextSeq,
+    drainScheduled, draining, current, streak, closed, suspended,
+    phase, wid, seq, resumes, returned, yields, budgetUsed,
+    k,      \* which log this state belongs to
+    l,      \* how many events of log k are matched
+    taken,  \* entries of the current racing run matched ahead of l
+    lag,    \* the turn holder got its turn in a hidden take: its started or
+            \* resumed event is still to come
+    ending  \* the work whose terminal event was seen, not yet ended by the queue
+            \* (its reservation released: a hidden Finish); NoWork if none
 
-VARIABLE l      \* how many events of the log are matched
+SQ == <<app, life, barrier, appCount, appBytes, lifeCount, lifeBytes, nextSeq,
+        drainScheduled, draining, current, streak, closed, suspended,
+        phase, wid, seq, resumes, returned, yields, budgetUsed>>
 
-TraceNextOf(s) ==
-    IF l < Len(Log) /\ Log[l + 1].op \in {"admit", "reject"} THEN Log[l + 1].w ELSE NoWork
+Logs == 1..NLogs
+Admissions(i) == {j \in DOMAIN Log[i] : Log[i][j].op \in {"admit", "reject"}}
 
-Ev == Log[l + 1]
+\* The submitter an admission entry is: the work it names (SerialQueue's NextOf,
+\* replaced by this through the .cfg).
+TraceNextOf(j) ==
+    IF k \in Logs /\ j \in DOMAIN Log[k] /\ Log[k][j].op \in {"admit", "reject"}
+    THEN Log[k][j].w ELSE 0
 
-(* One observed event: its action, for the work it names. A rejection says  *)
-(* whether it was for a closed queue (flag).                               *)
-Step ==
-    CASE Ev.op = "admit" -> Admit("s")
-      [] Ev.op = "reject" -> Reject("s") /\ Ev.flag = closed
-      [] Ev.op = "take_next" -> TakeNext /\ current' = Ev.w
-      [] Ev.op = "finish" -> Finish(Ev.w)
-      [] Ev.op = "yield_turn" -> YieldTurn(Ev.w)
+Q(i) == INSTANCE SerialQueue WITH
+    Works <- 1..Len(LogLanes[i]),
+    Lane <- LogLanes[i],
+    Payload <- LogPayloads[i],
+    MaxYields <- LogYields[i],
+    Submitters <- Admissions(i),
+    Script <- [j \in Admissions(i) |-> <<Log[i][j].w>>],
+    AppCountCap <- LogAppCountCap[i],
+    AppByteCap <- LogAppByteCap[i],
+    LifeCountCap <- LogLifeCountCap[i],
+    LifeByteCap <- LogLifeByteCap[i],
+    FixedCost <- LogFixedCost[i],
+    BurstLimit <- LogBurstLimit[i],
+    CloseAllowed <- LogCloseAfter[i] >= 0
 
-(* How many events of this queue came before the runner settled the call   *)
-(* w is suspended on (its latest yield_turn's ret; 0 when no command does). *)
-ReturnAfter(w) ==
-    LET js == {j \in 1..l : Log[j].op = "yield_turn" /\ Log[j].w = w}
-    IN  IF js = {} THEN 0 ELSE Log[CHOOSE j \in js : \A k \in js : k <= j].ret
+(* One observed event of log i, entry j: its action, for the work it names. *)
+(* A rejection says whether it was for a closed queue (flag); a take whether *)
+(* it was a resume (flag: resumed, not started). A take may have happened   *)
+(* unseen before (lag): the drain gives the next item the turn before the   *)
+(* work's code runs and reports started or resumed, so other events (an     *)
+(* admission) may be written in between; the take was as the queue was then.*)
+(* Likewise a terminal event (finished, failed) is written by the work while *)
+(* it holds its turn: the queue ends it (Finish: the turn and the           *)
+(* reservation released) in a hidden step after it (ending).               *)
+Do(i, j) ==
+    LET e == Log[i][j] IN
+    CASE e.op = "admit" -> Q(i)!Admit(j)
+      [] e.op = "reject" -> Q(i)!Reject(j) /\ e.flag = closed
+      [] e.op = "take_next" ->
+            /\ \/ ~lag /\ Q(i)!TakeNext /\ current' = e.w
+               \/ lag /\ current = e.w /\ UNCHANGED SQ
+            /\ (resumes[e.w] > 0) = e.flag  \* started, or resumed after a yield
+      [] e.op = "finish" ->
+            /\ ~lag /\ ending = 0 /\ current = e.w /\ e.w # 0
+            /\ ending' = e.w /\ UNCHANGED SQ
+      [] e.op = "yield_turn" -> ~lag /\ ending = 0 /\ Q(i)!YieldTurn(e.w)
+      \* a settle answered: nothing could progress, so every unseen take was
+      \* reported and every terminal event's work ended by then
+      [] e.op = "sync" -> ~lag /\ ending = 0 /\ UNCHANGED SQ
+
+(* The next event: entry l + 1, or, inside a racing run, any entry of the   *)
+(* run not matched yet.                                                    *)
+Step(i) ==
+    LET e == Log[i][l + 1] IN
+    \E j \in (e.lo..e.hi) \ taken :
+        /\ Do(i, j)
+        /\ taken' = IF l + 1 = e.hi THEN {} ELSE taken \cup {j}
+        /\ lag' = (lag /\ e.op # "take_next")
+        /\ e.op # "finish" => UNCHANGED ending
+
+(* How many events of log i came before the runner settled the call w is    *)
+(* suspended on (its latest yield_turn's ret; 0 when no command does).      *)
+ReturnAfter(i, w) ==
+    LET js == {j \in 1..l : Log[i][j].op = "yield_turn" /\ Log[i][j].w = w}
+    IN  IF js = {} THEN 0 ELSE Log[i][CHOOSE j \in js : \A m \in js : m <= j].ret
 
 (* What the wire does not show. Close only once the transcript sent the    *)
-(* close command: LogCloseAfter events of this queue came before it.       *)
-Hidden ==
-    \/ EnterDrain \/ EndSlice \/ ExitDrain \/ BudgetExpires
-    \/ \E w \in Works : (CallReturns(w) /\ l >= ReturnAfter(w)) \/ Requeue(w)
-    \/ TraceCloseAllowed /\ l >= LogCloseAfter /\ Close
+(* close command: LogCloseAfter[i] events of the queue came before it.     *)
+Hidden(i) ==
+    \/ /\ \/ Q(i)!EnterDrain \/ Q(i)!EndSlice \/ Q(i)!ExitDrain \/ Q(i)!BudgetExpires
+          \/ \E w \in 1..Len(LogLanes[i]) :
+                 \/ Q(i)!CallReturns(w) /\ l >= ReturnAfter(i, w)
+                 \/ Q(i)!Requeue(w)
+          \/ LogCloseAfter[i] >= 0 /\ l >= LogCloseAfter[i] /\ Q(i)!Close
+       /\ UNCHANGED <<lag, ending>>
+    \/ ~lag /\ Q(i)!TakeNext /\ lag' = TRUE /\ UNCHANGED ending
+    \/ ending # 0 /\ Q(i)!Finish(ending) /\ ending' = 0 /\ UNCHANGED lag
 
-(* The furthest the log got: printed each time a state matches one more    *)
-(* event, so a refused log tells its first unmatched event (register 1).  *)
-TraceInit == Init /\ l = 0 /\ TLCSet(1, 0)
+(* Register i holds the furthest log i got (-1 once it matched); register  *)
+(* NLogs + 1 how many logs matched.                                        *)
+TraceInit ==
+    /\ k \in Logs
+    /\ l = 0
+    /\ taken = {}
+    /\ lag = FALSE
+    /\ ending = 0
+    /\ \E i \in Logs : k = i /\ Q(i)!Init /\ TLCSet(i, 0)
+    /\ TLCSet(NLogs + 1, 0)
 
 TraceNext ==
-    \/ l < Len(Log) /\ Step /\ l' = l + 1
-    \/ l < Len(Log) /\ Hidden /\ UNCHANGED l
+    \E i \in Logs :
+        /\ k = i
+        /\ l < Len(Log[i])
+        /\ UNCHANGED k
+        /\ \/ Step(i) /\ l' = l + 1
+           \/ Hidden(i) /\ UNCHANGED <<l, taken>>
 
-Furthest == l <= TLCGet(1) \/ (TLCSet(1, l) /\ PrintT(<<"TRACE_AT", l>>))
+(* A state of a log already matched is not explored further; a state that  *)
+(* matches one more event than any before it prints so.                   *)
+Furthest ==
+    /\ TLCGet(k) >= 0
+    /\ l <= TLCGet(k) \/ (TLCSet(k, l) /\ PrintT(<<"TRACE_AT", k, l>>))
 
-Matched == l = Len(Log) => (PrintT(<<"TRACE_MATCHED", l>>) /\ TLCSet("exit", TRUE))
+Matched ==
+    l = Len(Log[k]) =>
+        \/ TLCGet(k) < 0
+        \/ /\ PrintT(<<"TRACE_MATCHED", k, l>>)
+           /\ TLCSet(k, -1)
+           /\ TLCSet(NLogs + 1, TLCGet(NLogs + 1) + 1)
+           /\ (TLCGet(NLogs + 1) = NLogs => TLCSet("exit", TRUE))
+
+(* SerialQueue.tla's invariants, each on the log a state belongs to. *)
+TypeOK == \A i \in Logs : k = i => Q(i)!TypeOK
+NoDoubleDrain == \A i \in Logs : k = i => Q(i)!NoDoubleDrain
+FifoWithinLane == \A i \in Logs : k = i => Q(i)!FifoWithinLane
+LifecycleBurstBounded == \A i \in Logs : k = i => Q(i)!LifecycleBurstBounded
+NoResumeWithoutRequeue == \A i \in Logs : k = i => Q(i)!NoResumeWithoutRequeue
+NoLostWakeup == \A i \in Logs : k = i => Q(i)!NoLostWakeup
+CapacityRespected == \A i \in Logs : k = i => Q(i)!CapacityRespected
+ReservationsBalanced == \A i \in Logs : k = i => Q(i)!ReservationsBalanced
 =============================================================================

@@ -1,42 +1,53 @@
 -------------------------------- MODULE WireLog --------------------------------
-(* Written from a conformance transcript by zlink_tool.tla.transcript: one   *)
-(* queue's observed events and its lane policy, which TraceWireSerialQueue   *)
-(* checks. What is abstracted away: work names (works are 1..N in the order  *)
-(* they were accepted or rejected), every field the spec has no use for, and *)
-(* the steps the wire does not show (TraceWireSerialQueue leaves them open). *)
+(* Written from conformance transcripts by zlink_tool.tla.transcript: queues' *)
+(* observed events and their lane policies, which TraceWireSerialQueue       *)
+(* checks, log i being the i-th entry of every tuple below. What is          *)
+(* abstracted away: work names (a queue's works are 1..N in the order they   *)
+(* were accepted or rejected), every field the spec has no use for, and the  *)
+(* steps the wire does not show (TraceWireSerialQueue leaves them open).     *)
 EXTENDS Integers
 
-\* The queue's lane policy (ZLinkExecutionLanePolicy), from the create command.
-LogAppCountCap == 1024
-LogAppByteCap == 67108864
-LogLifeCountCap == 128
-LogLifeByteCap == 4194304
-LogFixedCost == 256
-LogBurstLimit == 8
+NLogs == 1
 
-\* Work w's lane ("app", "life" or "barrier"), payload bytes and most yields.
-LogLanes == <<"app", "app", "app">>
-LogPayloads == <<0, 0, 0>>
-LogYields == <<1, 0, 0>>
+\* Each queue's lane policy (ZLinkExecutionLanePolicy), from the create command.
+LogAppCountCap == <<1024>>
+LogAppByteCap == <<67108864>>
+LogLifeCountCap == <<128>>
+LogLifeByteCap == <<4194304>>
+LogFixedCost == <<256>>
+LogBurstLimit == <<8>>
 
-\* Events of this queue seen before the close command was sent (-1: never sent).
-LogCloseAfter == -1
+\* Work w of log i: its lane ("app", "life" or "barrier"), payload bytes and most
+\* yields are LogLanes[i][w], LogPayloads[i][w] and LogYields[i][w].
+LogLanes == <<<<"app", "app", "app">>>>
+LogPayloads == <<<<0, 0, 0>>>>
+LogYields == <<<<1, 0, 0>>>>
 
-\* The events in order: op is the core event the wire event reports; w the work
-\* (0: one this queue never admitted); flag whether a rejection was for a closed
-\* queue; ret, for yield_turn, how many events of this queue came before the runner
-\* settled the call the work waits on (0: no command did).
+\* Events of the queue seen before the close command was sent (-1: never sent).
+LogCloseAfter == <<-1>>
+
+\* Each log's events in order: op is the core event the wire event reports; w the
+\* work (0: one this queue never admitted); flag whether a rejection was for a
+\* closed queue, or whether a take was a resume (resumed, not started); ret, for
+\* yield_turn, how many events of this queue came before the runner settled the
+\* call the work waits on (0: no command did); lo..hi the entries of the racing run
+\* (one submit_concurrent's accepted and rejected events) it is in, itself alone
+\* if none. An op "sync" is a settle answered: nothing could progress then.
 Log == <<
-    [op |-> "admit", w |-> 1, flag |-> FALSE, ret |-> 0],
-    [op |-> "take_next", w |-> 1, flag |-> FALSE, ret |-> 0],
-    [op |-> "yield_turn", w |-> 1, flag |-> FALSE, ret |-> 6],
-    [op |-> "admit", w |-> 2, flag |-> FALSE, ret |-> 0],
-    [op |-> "take_next", w |-> 2, flag |-> FALSE, ret |-> 0],
-    [op |-> "admit", w |-> 3, flag |-> FALSE, ret |-> 0],
-    [op |-> "finish", w |-> 2, flag |-> FALSE, ret |-> 0],
-    [op |-> "take_next", w |-> 3, flag |-> FALSE, ret |-> 0],
-    [op |-> "finish", w |-> 3, flag |-> FALSE, ret |-> 0],
-    [op |-> "take_next", w |-> 1, flag |-> FALSE, ret |-> 0],
-    [op |-> "finish", w |-> 1, flag |-> FALSE, ret |-> 0]
+    <<
+        [op |-> "admit", w |-> 1, flag |-> FALSE, ret |-> 0, lo |-> 1, hi |-> 1],
+        [op |-> "take_next", w |-> 1, flag |-> FALSE, ret |-> 0, lo |-> 2, hi |-> 2],
+        [op |-> "yield_turn", w |-> 1, flag |-> FALSE, ret |-> 7, lo |-> 3, hi |-> 3],
+        [op |-> "admit", w |-> 2, flag |-> FALSE, ret |-> 0, lo |-> 4, hi |-> 4],
+        [op |-> "take_next", w |-> 2, flag |-> FALSE, ret |-> 0, lo |-> 5, hi |-> 5],
+        [op |-> "admit", w |-> 3, flag |-> FALSE, ret |-> 0, lo |-> 6, hi |-> 6],
+        [op |-> "sync", w |-> 0, flag |-> FALSE, ret |-> 0, lo |-> 7, hi |-> 7],
+        [op |-> "finish", w |-> 2, flag |-> FALSE, ret |-> 0, lo |-> 8, hi |-> 8],
+        [op |-> "take_next", w |-> 3, flag |-> FALSE, ret |-> 0, lo |-> 9, hi |-> 9],
+        [op |-> "finish", w |-> 3, flag |-> FALSE, ret |-> 0, lo |-> 10, hi |-> 10],
+        [op |-> "take_next", w |-> 1, flag |-> TRUE, ret |-> 0, lo |-> 11, hi |-> 11],
+        [op |-> "finish", w |-> 1, flag |-> FALSE, ret |-> 0, lo |-> 12, hi |-> 12],
+        [op |-> "sync", w |-> 0, flag |-> FALSE, ret |-> 0, lo |-> 13, hi |-> 13]
+    >>
 >>
 =============================================================================

@@ -144,11 +144,14 @@ def test_SD_2_found_cases_replay_and_pass_on_the_reference(capsys: pytest.Captur
     assert code == 0, out
 
 
-def test_SE_6_7_a_yield_before_the_reply_to_the_complete_that_settles_its_call() -> None:
+def test_SE_6_7_a_yield_on_a_call_settled_before_its_turn_began_is_refused() -> None:
     """The runtime progresses while the adapter handles a command: a work may start and
-    yield on a call before the ``complete`` that settles it took effect. Before the reply
-    to that complete the yield is legal; after it, the call was done and a yield is not."""
-    def log(yield_after_reply: bool) -> CaseLog:
+    yield on a call before the ``complete`` that settles it took effect. And ``yielded``
+    is written while the work still holds its turn, after its call was found pending: a
+    multi-threaded runtime may write it after the reply to that complete (the permit is
+    then queued at once). Only a call done before the work's turn began (its
+    ``started``) returns at once (SE-6.7): a yield on it is refused."""
+    def log(when: str) -> CaseLog:
         out = CaseLog()
         out.sent({"cmd": "reset"})
         out.reply(Reply(0, True, {}))
@@ -159,11 +162,14 @@ def test_SE_6_7_a_yield_before_the_reply_to_the_complete_that_settles_its_call()
         out.event(Event("accepted", {"work": "w", "owner": "q"}))
         out.reply(Reply(2, True, {"verdict": "accepted"}))
         out.sent({"cmd": "complete", "call": "c"})
+        if when == "before_turn":
+            out.reply(Reply(3, True, {"state": "completed"}))
         out.event(Event("started", {"work": "w", "owner": "q"}))
-        if not yield_after_reply:
+        if when == "before_reply":
             out.event(Event("yielded", {"work": "w", "owner": "q", "call": "c"}))
-        out.reply(Reply(3, True, {"state": "completed"}))
-        if yield_after_reply:
+        if when != "before_turn":
+            out.reply(Reply(3, True, {"state": "completed"}))
+        if when != "before_reply":
             out.event(Event("yielded", {"work": "w", "owner": "q", "call": "c"}))
         out.sent({"cmd": "settle"})
         out.event(Event("resumed", {"work": "w", "owner": "q"}))
@@ -171,9 +177,48 @@ def test_SE_6_7_a_yield_before_the_reply_to_the_complete_that_settles_its_call()
         out.reply(Reply(4, True, {"now_ms": 0}))
         return out
 
-    assert check_model(log(yield_after_reply=False)).divergence is None
-    div = check_model(log(yield_after_reply=True)).divergence
-    assert div is not None and div.rule == "SE-6.7" and "already settled" in div.explanation
+    assert check_model(log("before_reply")).divergence is None
+    assert check_model(log("after_reply")).divergence is None
+    div = check_model(log("before_turn")).divergence
+    assert div is not None and div.rule == "SE-6.7"
+    assert "settled before its turn began" in div.explanation
+
+
+def test_SE_5_2_a_work_s_reservation_is_released_after_its_terminal_event() -> None:
+    """``finished`` is written by the work while it still holds its turn, so the queue
+    releases its reservation just after (SE-5.2): an admission decided in between may
+    still find it there, and a multi-threaded runtime may show that. Once a settle
+    answered, the release has happened: a rejection for the same lane is then wrong."""
+    def log(settled_first: bool) -> CaseLog:
+        out = CaseLog()
+        out.sent({"cmd": "reset"})
+        out.reply(Reply(0, True, {}))
+        out.sent({"cmd": "create", "target": "q", "type": "queue",
+                  "policy": {"application_message_capacity": 1}})
+        out.reply(Reply(1, True, {}))
+        out.sent({"cmd": "submit", "work": "a", "target": "q", "entry": "enqueue",
+                  "script": [{"op": "gate", "gate": "g"}]})
+        out.event(Event("accepted", {"work": "a", "owner": "q"}))
+        out.reply(Reply(2, True, {"verdict": "accepted"}))
+        out.event(Event("started", {"work": "a", "owner": "q"}))
+        out.sent({"cmd": "open", "gate": "g"})
+        out.reply(Reply(3, True, {}))
+        out.event(Event("finished", {"work": "a", "owner": "q"}))
+        if settled_first:
+            out.sent({"cmd": "settle"})
+            out.reply(Reply(4, True, {"now_ms": 0}))
+        out.sent({"cmd": "submit", "work": "b", "target": "q", "entry": "enqueue",
+                  "script": []})
+        out.event(Event("rejected", {"work": "b", "owner": "q",
+                                     "reason": "application_count"}))
+        out.reply(Reply(5, True, {"verdict": "rejected"}))
+        out.sent({"cmd": "settle"})
+        out.reply(Reply(6, True, {"now_ms": 0}))
+        return out
+
+    assert check_model(log(settled_first=False)).divergence is None
+    div = check_model(log(settled_first=True)).divergence
+    assert div is not None and div.rule == "SE-5.1", div
 
 
 # ------------------------------------------------------------- against adapters

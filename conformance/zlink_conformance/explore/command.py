@@ -94,6 +94,10 @@ def add_parser(sub: Any, default: str, prog: str) -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=parse_budget, default=DEFAULT_TIMEOUT, metavar="TIME",
                    help="wall-clock bound of one scenario; past it the adapter counts as "
                         "hung (default %(default)s s)")
+    p.add_argument("--transcripts", type=Path, metavar="DIR",
+                   help="write each scenario's transcript (what the wire showed, as run "
+                        "--transcripts writes a case's) into DIR, for a second judge "
+                        "(zlink trace check --tlc)")
     p.add_argument("--json", type=Path, metavar="FILE",
                    help="write the whole report as JSON: verdict, counts, failures with "
                         "their commands, coverage")
@@ -144,7 +148,7 @@ def explore_command(args: argparse.Namespace, argv: list[str] | None) -> int:
                            max_steps=args.max_steps, repeat=args.repeat, out=args.out,
                            keep_going=args.keep_going, timeout=args.timeout,
                            shrink_seconds=args.shrink_time, strategy=args.strategy,
-                           start=args.start)
+                           start=args.start, transcripts=args.transcripts)
 
     def say(line: str) -> None:
         if not args.quiet:

@@ -31,6 +31,7 @@ from ..catalog import Case, load_catalogue, needed_capabilities
 from ..protocol.wire import POLICY_FIELDS
 from ..runner import CaseResult, Runner, SuiteReport
 from ..runner.process import Handshake
+from ..runner.suite import write_transcript
 from .coverage import Coverage
 from .generate import Declared, RandomStrategy
 from .scenario import GENERATED_RULE, Scenario, case_id
@@ -87,6 +88,7 @@ class ExploreConfig:
     shrink_seconds: float = 60.0
     strategy: str = "random"
     start: int = 0  # the first scenario index (a soak spread over machines)
+    transcripts: Path | None = None  # where each scenario's transcript is written
 
 
 @dataclasses.dataclass(slots=True)
@@ -219,6 +221,8 @@ def explore(config: ExploreConfig, say: Say = print) -> ExploreReport:
             report.run_seconds += time.monotonic() - started
             report.scenarios += 1
             report.coverage.add(scenario, result.log)
+            if config.transcripts is not None:
+                write_transcript(result, config.transcripts)
             refusal = _refused_field(result)
             if refusal is not None:
                 if declared.refuse_field(refusal):

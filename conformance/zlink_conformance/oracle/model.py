@@ -233,10 +233,13 @@ class _Shared:
         self.configs: dict[str, QueueConfig] = {}
         self.works: dict[str, Submission] = {}
         self.settled_calls: set[str] = set()  # complete/fail sent: may have happened
-        # complete/fail answered: done for sure. An event before the reply may come from
-        # before the call was settled (an adapter's runtime progresses while it handles
-        # a command), so only these make a yield on the call illegal.
-        self.done_calls: set[str] = set()
+        # complete/fail answered: done for sure, at this position of the log. An event
+        # before the reply may come from before the call was settled (an adapter's
+        # runtime progresses while it handles a command).
+        self.done_calls: dict[str, int] = {}
+        # work -> position of its latest started/resumed: its code checked its call
+        # (SE-6.7: a call done by then returns at once) at some moment after it.
+        self.turn_began: dict[str, int] = {}
         self.closed: set[str] = set()  # targets closed to new work
         self.not_safely: set[str] = set()
         self.ending = False  # runtime_end was sent: zombies may be cancelled
@@ -261,8 +264,8 @@ class _Shared:
 class _World:
     """One possible state of every queue of the case."""
 
-    __slots__ = ("bounded", "cores", "ending", "finals", "owner_of", "recs", "steps",
-                 "to_cancel", "turns", "unseen")
+    __slots__ = ("bounded", "cores", "ending", "finals", "owner_of", "recs", "releasing",
+                 "steps", "to_cancel", "turns", "unseen")
 
     def __init__(self) -> None:
         self.cores: dict[str, QueueCore[_Rec]] = {}
@@ -280,6 +283,10 @@ class _World:
         # Queues disposed safely whose zombies a later dispose_after_timeout bounds
         # (D-27): when the bound expires they are cancelled as dispose cancels.
         self.bounded: set[str] = set()
+        # Works that wrote their terminal event, which they write while they still hold
+        # their turn (so before the queue releases their reservation), and the outcome
+        # the queue ends them with at a moment no event reports (forced before a settle).
+        self.releasing: dict[str, int] = {}
         self.steps = 0
 
     # ---------------------------------------------------------------- copying
@@ -304,6 +311,7 @@ class _World:
         new.ending = dict(self.ending)
         new.unseen = set(self.unseen)
         new.bounded = set(self.bounded)
+        new.releasing = dict(self.releasing)
         new.steps = self.steps
         return new
 
@@ -327,6 +335,7 @@ class _World:
         parts.append(tuple(sorted(self.ending.items())))
         parts.append(tuple(sorted(self.unseen)))
         parts.append(tuple(sorted(self.bounded)))
+        parts.append(tuple(sorted(self.releasing.items())))
         return tuple(parts)
 
     # ----------------------------------------------------------------- queues
@@ -396,8 +405,21 @@ class _Replay:
         return self.engine.worlds
 
     # ------------------------------------------------------------- commands
+    def _release_now(self, keep: str | None = None) -> None:
+        """Apply the pending releases (``_World.releasing``) in every world at once,
+        but those of queue ``keep``. When a release happened matters only to an
+        admission verdict of the same queue (its reservation may still be held); for
+        anything else, ending the work right away gives the same verdicts with one world
+        where waiting would keep two."""
+        for world in self.engine.worlds:
+            for work in list(world.releasing):
+                if self.shared.works[work].route.run != keep:
+                    self._apply_step(world, "release", work)
+
     def command(self, msg: Mapping[str, Any]) -> None:
         name = msg.get("cmd")
+        if name not in ("submit", "submit_concurrent"):  # those are judged at their verdicts
+            self._release_now()
         self.last_command = name if isinstance(name, str) else None
         self.settling = None
         sh = self.shared
@@ -504,6 +526,7 @@ class _Replay:
                 # and reports ``started`` (or ``resumed``): an admission may come in
                 # between, and the take (its lifecycle streak) was as it was before it.
                 out.append(("take", name))
+        out += [("release", work) for work in world.releasing]
         out += [("end_claim", work) for work in world.ending]
         for work in world.finals:
             info = sh.works[work]
@@ -530,6 +553,14 @@ class _Replay:
             core.requeue(rec)
         elif kind == "take":
             world.unseen.add(_take(world.cores[what]).name)
+        elif kind == "release":
+            outcome = world.releasing.pop(what)
+            info = sh.works[what]
+            core = world.cores[info.route.run]
+            core.finish(self._turn_rec(world, what), outcome)
+            _leave(core)
+            if info.moved:
+                world.ending[what] = outcome
         elif kind == "end_claim":
             outcome = world.ending.pop(what)
             actor = world.cores[sh.works[what].route.admit]
@@ -594,7 +625,7 @@ class _Replay:
                     problem = self._raced(racing)
                     racing = [] if "re" not in msg else None
                 if "re" in msg and self.settling is not None:
-                    self.shared.done_calls.add(self.settling)
+                    self.shared.done_calls.setdefault(self.settling, pos)
                     self.settling = None
                 if problem is None and "event" in msg:
                     problem = self.event(pos, msg)
@@ -667,10 +698,13 @@ class _Replay:
         if name == "yielded":
             self._call_of[work] = str(msg.get("call"))
         self._closing = set()
+        self._release_now(info.route.admit if name in ("accepted", "rejected") else None)
         failures = self.engine.advance(partial(self._apply, name=str(name), info=info, msg=msg))
         self.shared.closed |= self._closing
         if name in TURN_WIRE_EVENTS:
             self.shared.last_turn_event[info.route.run] = pos
+        if name in ("started", "resumed"):
+            self.shared.turn_began[work] = pos
         if failures:
             return self._divergence(pos, msg, failures)
         return None
@@ -714,20 +748,27 @@ class _Replay:
         elif name == "yielded":
             rec = self._holder(world, info, "yielded")
             call = str(msg.get("call"))
-            if call in sh.done_calls:
-                raise _ProblemError("SE-6.7", None, f"{work} yielded on {call}, which was already "
-                                               f"settled: a call already done returns at once")
+            # SE-6.7: the work starts its call and yields only if it did not complete at
+            # once. That check comes after the work's turn began (its started/resumed);
+            # the yielded event is written later, while the work still holds its turn, so
+            # a complete answered between the two may precede it (the permit is then
+            # queued at once). A call done before the turn began returns at once.
+            done = sh.done_calls.get(call)
+            if done is not None and done < sh.turn_began.get(work, -1):
+                raise _ProblemError("SE-6.7", None, f"{work} yielded on {call}, which was "
+                                               f"settled before its turn began: a call "
+                                               f"already done returns at once")
             core = world.cores[info.route.run]
             if not core.config.yield_allowed:
                 raise _ProblemError("SE-4.1", None, f"{core.name} offers no Yield (an Entry Spot)")
             core.yield_turn(rec)
             _leave(core)
         elif name in ("finished", "failed"):
-            rec = self._holder(world, info, name)
-            core = world.cores[info.route.run]
-            core.finish(rec, COMPLETED if name == "finished" else FAILED)
-            _leave(core)
-            self._end_claim(world, info, COMPLETED if name == "finished" else FAILED)
+            # The terminal event is written by the work while it holds its turn; the
+            # queue ends it (releases its reservation, SE-5.2) just after: a hidden step.
+            self._holder(world, info, name)
+            self._end_claim(world, info)
+            world.releasing[work] = COMPLETED if name == "finished" else FAILED
         elif name == "cancelled":
             self._cancelled(world, info)
         elif name in ("snapshot", "current", "error", "waited"):
@@ -797,6 +838,9 @@ class _Replay:
                            f"{info.work} rejected for {reason}; the model's reason is {want}")
 
     def _holder(self, world: _World, info: Submission, what: str) -> _Rec:
+        if info.work in world.releasing:
+            raise _ProblemError("D-11", "EveryAcceptedWorkEndsOnce",
+                           f"{info.work} reported {what} after its terminal event")
         rec = self._turn_rec(world, info.work)
         core = world.cores[info.route.run]
         if core.current is not rec or info.work in world.unseen:
@@ -807,7 +851,7 @@ class _Replay:
                            f"turn of {core.name}")
         return rec
 
-    def _end_claim(self, world: _World, info: Submission, outcome: int) -> None:
+    def _end_claim(self, world: _World, info: Submission) -> None:
         if not info.moved:
             return
         actor = world.cores[info.route.admit]
@@ -816,9 +860,9 @@ class _Replay:
             raise _ProblemError("SE-4.6", "YieldedActorKeepsClaim",
                            f"{info.work} ended without holding its Actor's claim on {actor.name}")
         # The Actor queue's turn ends once it sees the execution turn end: an internal
-        # step (forced before a settle answers), so an admission to the Actor queue may
-        # still find the work's reservation there just after its ``finished``.
-        world.ending[info.work] = outcome
+        # step after the release (forced before a settle answers), so an admission to the
+        # Actor queue may still find the work's reservation there just after its
+        # ``finished``.
 
     def _started(self, world: _World, info: Submission, *, resume: bool) -> None:
         sh = self.shared
@@ -987,11 +1031,13 @@ class _Replay:
                            f"{work} cancelled, but nothing cancelled {core.name} (no dispose, "
                            f"no expired timeout, no runtime end)")
         if rec.phase == RUNNING:
+            if work in world.releasing:
+                raise _ProblemError("D-11", "EveryAcceptedWorkEndsOnce", f"{work} ended twice")
             if core.current is not rec:
                 raise _ProblemError("SE-1.1", "OneTurnPerOwner", f"{work} cancelled off its turn")
-            core.finish(rec, CANCELLED)
-            _leave(core)
-            self._end_claim(world, info, CANCELLED)
+            # written on its turn, like finished: the queue ends it just after
+            self._end_claim(world, info)
+            world.releasing[work] = CANCELLED
         elif rec.phase == QUEUED:
             core.cancel(rec)
             self._end_claim_cancelled(world, info)

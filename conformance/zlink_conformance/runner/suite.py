@@ -59,6 +59,7 @@ __all__ = [
     "SuiteReport",
     "Verdict",
     "check_duration",
+    "write_transcript",
 ]
 
 DEFAULT_TIMEOUT = 10.0
@@ -690,13 +691,20 @@ class Runner:
 
     def _write_transcript(self, result: CaseResult) -> None:
         assert self.transcripts is not None
-        self.transcripts.mkdir(parents=True, exist_ok=True)
-        path = self.transcripts / f"{result.case.id}.jsonl"
-        with path.open("w", encoding="utf-8") as fh:
-            if result.log is not None:
-                for record in result.log.transcript():
-                    fh.write(json.dumps(record, separators=(",", ":")) + "\n")
-            fh.write(json.dumps({"verdict": result.status, "messages": result.messages}) + "\n")
+        write_transcript(result, self.transcripts)
+
+
+def write_transcript(result: CaseResult, directory: Path) -> Path:
+    """Write ``directory/<case id>.jsonl``: what the wire showed in the case (the commands
+    sent, the events and replies received, one record a line) and its verdict last."""
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"{result.case.id}.jsonl"
+    with path.open("w", encoding="utf-8") as fh:
+        if result.log is not None:
+            for record in result.log.transcript():
+                fh.write(json.dumps(record, separators=(",", ":")) + "\n")
+        fh.write(json.dumps({"verdict": result.status, "messages": result.messages}) + "\n")
+    return path
 
 
 def _renumbered(case: Case, ids: Mapping[int, int]) -> dict[str, Any]:

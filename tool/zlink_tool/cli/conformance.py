@@ -30,7 +30,8 @@ from zlink_reference_adapter.adapter import PRELOAD_VARIABLE, PROGRESS_VARIABLE
 from ..tla.runner import ToolMissingError, find_jar, find_java
 from ..tla.transcript import queue_transcripts, read_transcript
 from ._common import layout
-from .trace import escaped, tlc_transcript_queue
+from .judges import add_judges
+from .trace import escaped, tlc_transcript_queues
 
 __all__ = ["HOST", "configure", "run", "self_test", "tlc_judge"]
 
@@ -48,6 +49,7 @@ def _add_extras(sub: Any) -> None:
              "queue, against SerialQueue.tla (zlink trace check TRANSCRIPT --tlc); needs "
              "Java. Transcripts go to --transcripts DIR, or a temporary directory")
     _add_self_test(sub)
+    add_judges(sub)
 
 
 def _add_self_test(sub: Any) -> None:
@@ -128,13 +130,15 @@ def tlc_judge(transcripts: list[Path], models: Path,
         if isinstance(last, dict) and last.get("verdict") not in ("passed", "skipped", None):
             failing.append(path)
     print(f"tlc: judging the transcripts of {len(failing)} case(s) that did not pass, queue "
-          "by queue, against SerialQueue.tla")
-    out = []
+          "by queue, against SerialQueue.tla (one TLC run for all of them)")
+    queues = []
     for path in failing:
         with path.open(encoding="utf-8") as fh:
-            entries = read_transcript(fh)
-        records = [tlc_transcript_queue(q, models, timeout)
-                   for q in queue_transcripts(entries)]
+            queues.append(queue_transcripts(read_transcript(fh)))
+    every = tlc_transcript_queues([q for qs in queues for q in qs], models, timeout)
+    out = []
+    for path, qs in zip(failing, queues, strict=True):
+        records, every = every[:len(qs)], every[len(qs):]
         refused = [r for r in records if r["status"] == "fail"]
         checked = [r for r in records if r["status"] in ("ok", "fail")]
         if refused:

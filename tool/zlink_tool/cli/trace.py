@@ -64,7 +64,7 @@ from ..tla.trace import (
 from ..tla.transcript import (
     QueueTranscript,
     TranscriptError,
-    check_queue_with_tlc,
+    check_queues_with_tlc,
     is_transcript,
     queue_transcripts,
     read_transcript,
@@ -137,30 +137,48 @@ class TranscriptFound(Exception):  # noqa: N818 (a signal, not an error)
     """The log is a conformance transcript, not the trace format."""
 
 
-def tlc_transcript_queue(q: QueueTranscript, models: Path, timeout: float) -> dict[str, Any]:
-    """TLC's verdict on one queue of a conformance transcript, as a JSON-ready record
-    (the shape of a trace-format queue's: status ok, fail, error or not checked)."""
-    if q.not_checked is not None:
-        return {"queue": q.owner, "status": "not checked", "reason": q.not_checked}
-    try:
-        verdict = check_queue_with_tlc(q, models, timeout)
-    except TraceRangeError as exc:
-        return {"queue": q.owner, "status": "not checked", "reason": str(exc)}
-    except subprocess.TimeoutExpired:
-        return {"queue": q.owner, "status": "error",
-                "reason": f"TLC gave no verdict within {timeout:g} s (raise --timeout)"}
-    except RuntimeError as exc:
-        if isinstance(exc, ToolMissingError):
-            raise
-        return {"queue": q.owner, "status": "error", "reason": str(exc)}
+def tlc_transcript_queues(queues: list[QueueTranscript], models: Path,
+                          timeout: float) -> list[dict[str, Any]]:
+    """TLC's verdict on each queue of a conformance transcript (or of several), as
+    JSON-ready records (the shape of a trace-format queue's: status ok, fail, error or
+    not checked). The checkable queues go to TLC together: one JVM for a batch of them
+    (``check_queues_with_tlc``), not one a queue."""
+    checkable = [q for q in queues if q.not_checked is None]
+    verdicts = dict(zip((id(q) for q in checkable),
+                        check_queues_with_tlc(checkable, models, timeout) if checkable else [],
+                        strict=True))
+    records = []
+    for q in queues:
+        if q.not_checked is not None:
+            records.append({"queue": q.owner, "status": "not checked",
+                            "reason": q.not_checked})
+            continue
+        verdict = verdicts[id(q)]
+        if isinstance(verdict, TraceRangeError):
+            records.append({"queue": q.owner, "status": "not checked", "reason": str(verdict)})
+        elif isinstance(verdict, subprocess.TimeoutExpired):
+            records.append({"queue": q.owner, "status": "error",
+                            "reason": f"TLC gave no verdict within {timeout:g} s (raise "
+                                      "--timeout)"})
+        elif isinstance(verdict, RuntimeError):
+            records.append({"queue": q.owner, "status": "error", "reason": str(verdict)})
+        else:
+            records.append(_tlc_record(q.owner, verdict, _unmatched_step(q)))
+    return records
+
+
+def _unmatched_step(q: QueueTranscript) -> Callable[[int], tuple[int, str, str]]:
     def unmatched(index: int) -> tuple[int, str, str]:
         step = q.steps[index]
+        if step.op == "sync":
+            return step.position, "take_next", (
+                f"the settle reply (transcript entry {step.position}) came while a turn "
+                "given or a work's end was still unreported: something could progress")
         action = TLC_EVENTS[step.op][0]
         return step.position, step.op, (
             f"{step.wire} of {step.work} (transcript entry {step.position}) is not a step "
             f"{action} can take there, whatever the steps the wire does not show")
-
-    return _tlc_record(q.owner, verdict, unmatched)
+    return unmatched
 
 
 def check_transcript(args: argparse.Namespace) -> int:
@@ -192,15 +210,15 @@ def check_transcript(args: argparse.Namespace) -> int:
         models = args.models or layout().models
         if not (models / "TraceWireSerialQueue.tla").is_file():
             return _fail(f"no TraceWireSerialQueue.tla in {models} (give --models DIR)")
-        for i, q in enumerate(queues, 1):
-            if not args.json:
-                print(escaped(f"[tlc {i}/{len(queues)}] {q.owner}: {len(q.steps)} events ..."),
-                      flush=True)
-            try:
-                tlc.append(tlc_transcript_queue(q, models, args.timeout))
-            except ToolMissingError as exc:
-                print(f"zlink trace: {exc}", file=sys.stderr)
-                return exc.exit_code
+        if not args.json:
+            print(f"[tlc] {sum(1 for q in queues if q.not_checked is None)} of "
+                  f"{len(queues)} queue(s), {sum(len(q.steps) for q in queues)} events, "
+                  "in one run ...", flush=True)
+        try:
+            tlc = tlc_transcript_queues(queues, models, args.timeout)
+        except ToolMissingError as exc:
+            print(f"zlink trace: {exc}", file=sys.stderr)
+            return exc.exit_code
     found = oracle.divergence is not None or any(r["status"] == "fail" for r in tlc)
     ok = not found and oracle.undecided is None and all(r["status"] != "error" for r in tlc)
     if args.json:

@@ -30,7 +30,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+import subprocess
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
@@ -47,11 +48,18 @@ from zlink_model.vocabulary import (
     transition,
 )
 
-from .runner import find_jar, find_java
-from .trace import TlcTraceVerdict, TraceFormatError, run_trace_tlc, scaled_limits
+from .runner import ToolMissingError, find_jar, find_java
+from .trace import (
+    TlcTraceVerdict,
+    TraceFormatError,
+    TraceRangeError,
+    run_trace_tlc,
+    scaled_limits,
+)
 
 __all__ = ["WIRE_FILES", "QueueTranscript", "TranscriptError", "WireModel", "WireStep",
-           "build_wire_model", "check_queue_with_tlc", "is_transcript", "queue_transcripts",
+           "build_wire_model", "check_queues_with_tlc",
+           "is_transcript", "queue_transcripts",
            "read_transcript"]
 
 # The checked-in modules TLC needs beside the data module WireLog.tla.
@@ -76,6 +84,7 @@ class WireStep:
     ret: int = 0  # a yield: events of its queue before the runner settled its call
     kind: str = "app"  # the work's lane: app, life or barrier (from its submission)
     payload: int = 0  # its payload bytes (its reservation less the fixed cost)
+    race: int = 0  # an admission's submit_concurrent (1, 2, ...; 0: a submission alone)
 
 
 @dataclasses.dataclass
@@ -138,6 +147,10 @@ def queue_transcripts(entries: Sequence[tuple[str, Mapping[str, Any]]]) -> list[
     closed: set[str] = set()  # targets a close or disposal was sent to
     pending: dict[str, tuple[QueueTranscript, int]] = {}  # call -> its yield step
     settled: set[str] = set()  # calls the runner completed or failed
+    races = 0  # submit_concurrent commands so far
+    racing = 0  # the one whose reply has not come yet (0: none)
+    last_cmd = None
+    moved: set[str] = set()  # queues with an event since the last settle answered
 
     def submission(sub: Mapping[str, Any]) -> None:
         for info in submissions(sub, targets):
@@ -157,7 +170,7 @@ def queue_transcripts(entries: Sequence[tuple[str, Mapping[str, Any]]]) -> list[
 
     for pos, (direction, msg) in enumerate(entries):
         if direction == "sent":
-            cmd = msg.get("cmd")
+            cmd = last_cmd = msg.get("cmd")
             if cmd == "create":
                 name = str(msg.get("target"))
                 type_ = str(msg.get("type"))
@@ -172,6 +185,8 @@ def queue_transcripts(entries: Sequence[tuple[str, Mapping[str, Any]]]) -> list[
             elif cmd == "submit":
                 submission(msg)
             elif cmd == "submit_concurrent":
+                races += 1
+                racing = races
                 for sub in msg.get("submissions", []) or []:
                     if isinstance(sub, dict):
                         submission(sub)
@@ -191,6 +206,14 @@ def queue_transcripts(entries: Sequence[tuple[str, Mapping[str, Any]]]) -> list[
                     if sub_target in names and q.close_after < 0:
                         q.close_after = len(q.steps)
             continue
+        if "re" in msg:
+            racing = 0  # the reply: every racing verdict was written before it
+            if last_cmd == "settle" and msg.get("ok"):
+                # nothing could progress: a step "sync" for each queue that moved since
+                for q in queues.values():
+                    if q.owner in moved and q.not_checked is None:
+                        q.steps.append(WireStep("sync", "", pos, "settle reply"))
+                moved.clear()
         event = msg.get("event")
         if not isinstance(event, str) or event not in _TRANSITIONS:
             continue  # a reply, or an event of no queue step
@@ -228,23 +251,65 @@ def queue_transcripts(entries: Sequence[tuple[str, Mapping[str, Any]]]) -> list[
             pending[on_call] = (q, len(q.steps))
         q.steps.append(WireStep(steps[0], work, pos, name,
                                 closed=name == "rejected" and msg.get("reason") == "closed",
-                                kind=_kind(sub), payload=sub.payload))
+                                kind=_kind(sub), payload=sub.payload,
+                                race=racing if steps[0] in ("admit", "reject") else 0))
+        moved.add(owner)
     return list(queues.values())
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class WireModel:
-    """The data module ``WireLog.tla`` of one queue's steps."""
+class WireLogData:
+    """One queue's log as the data module holds it (the fields of its entry in each of
+    WireLog.tla's tuples)."""
 
-    module: str
+    policy: str  # the policy fields, one per tuple, in _POLICY_FIELDS order
+    lanes: str
+    payloads: str
+    yields: str
+    close_after: int
+    log: str
     works: tuple[str, ...]  # model work i + 1 is works[i]
     notes: tuple[str, ...]
 
 
-def build_wire_model(q: QueueTranscript) -> WireModel:
-    """The data module for a queue's steps. Nothing from the transcript reaches the
-    module as text: works become 1..N in the order they were accepted or rejected, lanes
-    come from a fixed set, numbers are the policy's and the runner's own."""
+@dataclasses.dataclass(frozen=True, slots=True)
+class WireModel:
+    """The data module ``WireLog.tla`` of one or more queues' steps (log i + 1 is the
+    i-th queue given)."""
+
+    module: str
+    logs: tuple[WireLogData, ...]
+
+    @property
+    def works(self) -> tuple[str, ...]:
+        """The first log's works (model work i + 1 is works[i])."""
+        return self.logs[0].works
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        return self.logs[0].notes
+
+
+def _races(steps: Sequence[WireStep]) -> list[tuple[int, int]]:
+    """Each step's racing run, as 1-based entries (lo, hi) of the log: a maximal run of
+    consecutive admissions of one ``submit_concurrent``, or the step alone."""
+    bounds = [(i, i) for i in range(1, len(steps) + 1)]
+    i = 0
+    while i < len(steps):
+        j = i
+        if steps[i].race:
+            while j + 1 < len(steps) and steps[j + 1].race == steps[i].race:
+                j += 1
+        for m in range(i, j + 1):
+            bounds[m] = (i + 1, j + 1)
+        i = j + 1
+    return bounds
+
+
+def _log_data(q: QueueTranscript) -> WireLogData:
+    """One queue's entry of the data module. Nothing from the transcript reaches it as
+    text: works become 1..N in the order they were accepted or rejected, lanes come from
+    a fixed set, numbers are the policy's and the runner's own."""
     order: list[str] = []
     lane: dict[str, tuple[str, int]] = {}
     yields: dict[str, int] = {}
@@ -256,71 +321,180 @@ def build_wire_model(q: QueueTranscript) -> WireModel:
             yields[step.work] = yields.get(step.work, 0) + 1
     number = {w: i for i, w in enumerate(order, 1)}
     ops = []
-    for step in q.steps:
-        flag = "TRUE" if step.closed else "FALSE"
+    for step, (lo, hi) in zip(q.steps, _races(q.steps), strict=True):
+        flag = "TRUE" if step.closed or step.wire == "resumed" else "FALSE"
         ops.append(f'[op |-> "{step.op}", w |-> {number.get(step.work, 0)}, flag |-> {flag}, '
-                   f'ret |-> {step.ret}]')
+                   f'ret |-> {step.ret}, lo |-> {lo}, hi |-> {hi}]')
     table = [(lane[w][0], lane[w][1], yields.get(w, 0)) for w in order]
     takes = sum(1 for s in q.steps if s.op == TAKE_NEXT)
     limits, notes = scaled_limits(table, q.policy, takes)
-    module = _WIRE_MODULE.format(log=",\n    ".join(ops), close_after=q.close_after,
-                                 **limits.module_fields(table))
-    return WireModel(module, tuple(order), notes)
+    fields = limits.module_fields(table)
+    policy = ", ".join(str(getattr(limits, name)) for name in _POLICY_FIELDS)
+    log = "<<\n        " + ",\n        ".join(ops) + "\n    >>" if ops else "<< >>"
+    return WireLogData(policy, str(fields["lanes"]), str(fields["payloads"]),
+                       str(fields["yields"]), q.close_after, log, tuple(order), notes)
+
+
+# The data module's policy tuples, in the order _log_data writes a log's values.
+_POLICY_FIELDS: Final = ("app_count", "app_bytes", "life_count", "life_bytes", "fixed", "burst")
+_POLICY_NAMES: Final = ("LogAppCountCap", "LogAppByteCap", "LogLifeCountCap", "LogLifeByteCap",
+                        "LogFixedCost", "LogBurstLimit")
+
+
+def build_wire_model(queues: QueueTranscript | Sequence[QueueTranscript]) -> WireModel:
+    """The data module for the steps of one queue or many (log i is the i-th). Raises
+    ``TraceRangeError`` when a queue's numbers are beyond TLC's integers."""
+    if isinstance(queues, QueueTranscript):
+        queues = [queues]
+    if not queues:
+        raise ValueError("no queue to write a data module for")
+    logs = tuple(_log_data(q) for q in queues)
+
+    def column(values: Sequence[str]) -> str:
+        return "<<" + ", ".join(values) + ">>"
+    policy = "\n".join(
+        f"{name} == " + column([log.policy.split(", ")[n] for log in logs])
+        for n, name in enumerate(_POLICY_NAMES))
+    module = _WIRE_MODULE.format(
+        count=len(logs), policy=policy,
+        lanes=column([f"<<{log.lanes}>>" for log in logs]),
+        payloads=column([f"<<{log.payloads}>>" for log in logs]),
+        yields=column([f"<<{log.yields}>>" for log in logs]),
+        close_after=column([str(log.close_after) for log in logs]),
+        log="<<\n    " + ",\n    ".join(log.log for log in logs) + "\n>>")
+    return WireModel(module, logs)
 
 
 _WIRE_MODULE = """\
 -------------------------------- MODULE WireLog --------------------------------
-(* Written from a conformance transcript by zlink_tool.tla.transcript: one   *)
-(* queue's observed events and its lane policy, which TraceWireSerialQueue   *)
-(* checks. What is abstracted away: work names (works are 1..N in the order  *)
-(* they were accepted or rejected), every field the spec has no use for, and *)
-(* the steps the wire does not show (TraceWireSerialQueue leaves them open). *)
+(* Written from conformance transcripts by zlink_tool.tla.transcript: queues' *)
+(* observed events and their lane policies, which TraceWireSerialQueue       *)
+(* checks, log i being the i-th entry of every tuple below. What is          *)
+(* abstracted away: work names (a queue's works are 1..N in the order they   *)
+(* were accepted or rejected), every field the spec has no use for, and the  *)
+(* steps the wire does not show (TraceWireSerialQueue leaves them open).     *)
 EXTENDS Integers
 
-\\* The queue's lane policy (ZLinkExecutionLanePolicy), from the create command.
+NLogs == {count}
+
+\\* Each queue's lane policy (ZLinkExecutionLanePolicy), from the create command.
 {policy}
 
-\\* Work w's lane ("app", "life" or "barrier"), payload bytes and most yields.
-LogLanes == <<{lanes}>>
-LogPayloads == <<{payloads}>>
-LogYields == <<{yields}>>
+\\* Work w of log i: its lane ("app", "life" or "barrier"), payload bytes and most
+\\* yields are LogLanes[i][w], LogPayloads[i][w] and LogYields[i][w].
+LogLanes == {lanes}
+LogPayloads == {payloads}
+LogYields == {yields}
 
-\\* Events of this queue seen before the close command was sent (-1: never sent).
+\\* Events of the queue seen before the close command was sent (-1: never sent).
 LogCloseAfter == {close_after}
 
-\\* The events in order: op is the core event the wire event reports; w the work
-\\* (0: one this queue never admitted); flag whether a rejection was for a closed
-\\* queue; ret, for yield_turn, how many events of this queue came before the runner
-\\* settled the call the work waits on (0: no command did).
-Log == <<
-    {log}
->>
+\\* Each log's events in order: op is the core event the wire event reports; w the
+\\* work (0: one this queue never admitted); flag whether a rejection was for a
+\\* closed queue, or whether a take was a resume (resumed, not started); ret, for
+\\* yield_turn, how many events of this queue came before the runner settled the
+\\* call the work waits on (0: no command did); lo..hi the entries of the racing run
+\\* (one submit_concurrent's accepted and rejected events) it is in, itself alone
+\\* if none. An op "sync" is a settle answered: nothing could progress then.
+Log == {log}
 =============================================================================
 """
 
+# A batch stops growing at this many logs or events (one TLC run; a bigger one takes
+# memory for little gain: the JVM's start is paid once already).
+BATCH_LOGS: Final = 400
+BATCH_EVENTS: Final = 20_000
 
-def check_queue_with_tlc(q: QueueTranscript, models_dir: Path,
-                         timeout: float = 600.0) -> TlcTraceVerdict:
-    """TLC's verdict on one checkable queue of a transcript. ``first_unmatched`` is the
-    index into ``q.steps`` of the first event no filling-in of the hidden steps allows."""
-    if q.not_checked is not None:
-        raise TraceFormatError(q.not_checked)
+
+def check_queues_with_tlc(
+    queues: Sequence[QueueTranscript], models_dir: Path, timeout: float = 600.0,
+    progress: Callable[[int, int], None] | None = None,
+) -> list[TlcTraceVerdict | RuntimeError | TraceRangeError | subprocess.TimeoutExpired]:
+    """TLC's verdict on each checkable queue, in order, from as few TLC runs as can be: a
+    batch of queues is one data module and one JVM (``BATCH_LOGS``, ``BATCH_EVENTS``).
+    Where a queue breaks an invariant TLC stops the batch there; the queues it did not
+    finish are run again without that one. A queue whose numbers TLC cannot hold gets
+    its ``TraceRangeError``; a batch without a verdict (timeout, TLC's own failure) gives
+    each of its queues that error. ``progress(done, total)`` is called after each run."""
     find_jar()  # a missing tool is said first
     find_java()
-    model = build_wire_model(q)
-    output, seconds = run_trace_tlc(model.module, "WireLog.tla", WIRE_FILES, models_dir,
-                                    timeout)
-    if "TRACE_MATCHED" in output:
-        return TlcTraceVerdict(True, len(q.steps), None, None, seconds, output, model.notes)
+    results: list[TlcTraceVerdict | RuntimeError | TraceRangeError
+                  | subprocess.TimeoutExpired | None] = [None] * len(queues)
+    todo: list[int] = []
+    for i, q in enumerate(queues):
+        if q.not_checked is not None:
+            raise TraceFormatError(q.not_checked)
+        try:
+            _log_data(q)
+        except TraceRangeError as exc:
+            results[i] = exc
+            continue
+        todo.append(i)
+    while todo:
+        batch: list[int] = []
+        events = 0
+        for i in todo:
+            if batch and (len(batch) >= BATCH_LOGS or events + len(queues[i].steps)
+                          > BATCH_EVENTS):
+                break
+            batch.append(i)
+            events += len(queues[i].steps)
+        done = _run_batch([queues[i] for i in batch], models_dir, timeout)
+        for i, verdict in zip(batch, done, strict=True):
+            if verdict is not None:
+                results[i] = verdict
+        todo = [i for i in todo if results[i] is None]
+        if progress is not None:
+            progress(len(queues) - len(todo), len(queues))
+    return [r for r in results if r is not None]
+
+
+def _run_batch(queues: Sequence[QueueTranscript], models_dir: Path, timeout: float,
+               ) -> list[TlcTraceVerdict | RuntimeError | subprocess.TimeoutExpired | None]:
+    """One TLC run over ``queues``: a verdict for each queue it decided, None for those
+    it did not reach (a queue before them broke an invariant)."""
+    model = build_wire_model(queues)
+    try:
+        output, seconds = run_trace_tlc(model.module, "WireLog.tla", WIRE_FILES, models_dir,
+                                        timeout)
+    except (subprocess.TimeoutExpired, RuntimeError) as exc:
+        if isinstance(exc, ToolMissingError):
+            raise
+        return [exc] * len(queues)
+    matched = {int(m) for m in _MATCHED.findall(output)}
+    furthest: dict[int, int] = {}
+    for log, at in _AT.findall(output):
+        furthest[int(log)] = max(furthest.get(int(log), 0), int(at))
     violated = _VIOLATED.search(output)
-    steps = max((int(m) for m in _AT.findall(output)), default=0)
-    if violated is not None:  # the state that broke it matched one more event at most
-        steps = max(0, steps - 1)
-    first = steps if steps < len(q.steps) else None
-    return TlcTraceVerdict(False, steps, first, violated.group(1) if violated else None,
-                           seconds, output, model.notes)
+    broken = None
+    if violated is not None:
+        states = _K.findall(output[violated.end():])
+        broken = int(states[-1]) if states else None
+        if broken is None or broken in matched:
+            raise RuntimeError("TLC reported a broken invariant without the log it broke "
+                               "on:\n" + "\n".join(output.splitlines()[-30:]))
+    share = seconds / len(queues)
+    out: list[TlcTraceVerdict | RuntimeError | subprocess.TimeoutExpired | None] = []
+    for n, (q, data) in enumerate(zip(queues, model.logs, strict=True), 1):
+        if n in matched:
+            out.append(TlcTraceVerdict(True, len(q.steps), None, None, share, output,
+                                       data.notes))
+        elif n == broken:
+            # the state that broke it matched one more event at most
+            steps = max(0, furthest.get(n, 0) - 1)
+            first = steps if steps < len(q.steps) else None
+            out.append(TlcTraceVerdict(False, steps, first, violated.group(1) if violated
+                                       else None, share, output, data.notes))
+        elif violated is not None:
+            out.append(None)  # not finished: TLC stopped at another log's broken invariant
+        else:
+            steps = furthest.get(n, 0)
+            out.append(TlcTraceVerdict(False, steps, steps if steps < len(q.steps) else None,
+                                       None, share, output, data.notes))
+    return out
 
 
-_AT: Final = re.compile(r'<<"TRACE_AT", (\d+)>>')
+_AT: Final = re.compile(r'<<"TRACE_AT", (\d+), (\d+)>>')
+_MATCHED: Final = re.compile(r'<<"TRACE_MATCHED", (\d+), \d+>>')
 _VIOLATED: Final = re.compile(r"Invariant (\w+) is violated")
-
+_K: Final = re.compile(r"^/\\ k = (\d+)$", re.M)
