@@ -70,6 +70,24 @@ EDITS: list[tuple[str, str, str, int]] = [
      "                    waiting.remove(fut)", 1),
     ("zlink_reference/_shell/drain.py",
      "if not isinstance(rec, WorkRecord):", "if not isinstance(rec, ZLinkWorkHandle):", 2),
+    # mypyc gives a class with a ``Generic`` base a ``__dict__`` and a ``__weakref__``
+    # slot (16 B per queue, which took the idle owner over its 256 B): the compiled
+    # core is typed with ``WorkRecord`` where the reference's is generic in it, and the
+    # few places of the shell that read a handle's own fields off the core say so.
+    ("zlink_model/queue.py", 'R = TypeVar("R", bound=WorkRecord)', "R = WorkRecord", 1),
+    ("zlink_model/queue.py", "class QueueCore(Generic[R]):", "class QueueCore:", 1),
+    ("zlink_model/queue.py", "QueueCore[R]", "QueueCore", 0),
+    ("zlink_model/queue.py", "QueueCore[Any]", "QueueCore", 0),
+    ("zlink_reference/_shell/__init__.py", "QueueCore[Any]", "QueueCore", 2),
+    ("zlink_reference/_shell/scope.py", "QueueCore[Any]", "QueueCore", 2),
+    ("zlink_reference/_shell/queue.py", "QueueCore[Any]", "QueueCore", 1),
+    ("zlink_reference/_shell/queue.py", "QueueCore[ZLinkWorkHandle[Any]]", "QueueCore", 1),
+    ("zlink_reference/_shell/drain.py", "QueueCore[ZLinkWorkHandle[Any]]", "QueueCore", 0),
+    ("zlink_reference/_shell/drive.py", "held = gate._core.current", "held: Any = gate._core.current", 1),
+    ("zlink_reference/_shell/queue.py", "        taken = []\n", "        taken: list[Any] = []\n", 1),
+    ("zlink_reference/_shell/queue.py",
+     "ended, live = core.expire_timeout() if expire else core.dispose()",
+     "ended, live = cast(Any, core.expire_timeout() if expire else core.dispose())", 1),
 ]
 
 
