@@ -4,8 +4,9 @@ shell rooms listed in ``COMPILED`` there. The sources stay as they are and stay 
 reference; every adaptation below says why it is needed and is checked to apply (a
 source that drifted fails the build with the edit that no longer fits).
 
-    .venv/bin/python scripts/compiled_build.py BUILD_DIR .venv/bin/mypyc
+    .venv/bin/python scripts/compiled_build.py BUILD_DIR
     PYTHONPATH=BUILD_DIR .venv/bin/python -m pytest tests/shell
+    .venv/bin/python scripts/compiled_build.py BUILD_DIR --wheels dist   # after ./dev dist
 
 ``./dev compiled`` runs it into ``.build-compiled`` whenever the model, the reference or
 this script changed, and CI runs the core, shell and coordinator tests and the whole
@@ -14,9 +15,12 @@ conformance suite against that build (docs/performance.md, "The compiled build")
 
 from __future__ import annotations
 
+import argparse
 import shutil
 import subprocess
 import sys
+import sysconfig
+import tempfile
 from pathlib import Path
 
 COMPILED = [
@@ -127,10 +131,29 @@ def split_generators(build: Path) -> None:
                      + "\n\nfrom ._drive_generators import _post_from_drive, _runner  # noqa\n")
 
 
-def main() -> int:
+# The compiled modules in two groups, one per distribution: each group's shared library
+# (``zlink_model__mypyc``, ``zlink_reference__mypyc``) ships in that distribution's
+# compiled wheel, and the reference's group calls into the model's.
+SETUP = """
+import sys
+from setuptools import setup
+from mypyc.build import mypycify
+groups = [[p for p in sys.argv[1].split(",") if p.startswith(top)]
+          for top in ("zlink_model/", "zlink_reference/")]
+sys.argv[1:2] = []
+setup(name="zlink-compiled", ext_modules=mypycify(
+    [p for g in groups for p in g],
+    separate=[(groups[0], "zlink_model"), (groups[1], "zlink_reference")]))
+"""
+
+MYPY_EXTENSIONS = "mypy-extensions>=1.0.0"
+# (distribution, its import package) of each compiled wheel.
+WHEELS = (("zlink_model", "zlink_model"), ("zlink_reference", "zlink_reference"))
+
+
+def compile_copy(build: Path) -> int:
+    """Copy, adapt and compile into ``build``; 0 when done, 1 with the reason printed."""
     here = Path(__file__).resolve().parent.parent
-    build = Path(sys.argv[1])
-    mypyc = str(Path(sys.argv[2]).resolve())
     shutil.rmtree(build, ignore_errors=True)
     build.mkdir(parents=True)
     skip = shutil.ignore_patterns("__pycache__")
@@ -158,10 +181,68 @@ def main() -> int:
     # redundant). The sources themselves are checked strict by ``zlink verify``.
     (build / "mypy.ini").write_text("[mypy]\n")
     with open(build / "mypyc.log", "w") as log:
-        done = subprocess.run([mypyc, *COMPILED], cwd=build, stdout=log, stderr=log)
+        done = subprocess.run(
+            [sys.executable, "-c", SETUP, ",".join(COMPILED), "build_ext", "--inplace"],
+            cwd=build, stdout=log, stderr=log)
     if done.returncode != 0:
         sys.stderr.write((build / "mypyc.log").read_text())
         return 1
+    return 0
+
+
+def compiled_wheels(build: Path, dist: Path) -> list[Path]:
+    """Beside each pure wheel of ``dist`` (``./dev dist``) whose package is compiled in
+    ``build``, a wheel for this interpreter and platform: the pure wheel's metadata, the
+    build's package (its adapted sources and their compiled modules) and its group's
+    shared library. The pure wheels stay the reference."""
+    tag = (f"cp{sys.version_info.major}{sys.version_info.minor}-"
+           f"cp{sys.version_info.major}{sys.version_info.minor}-"
+           + sysconfig.get_platform().replace("-", "_").replace(".", "_"))
+    made = []
+    for dist_name, package in WHEELS:
+        pure = sorted(dist.glob(f"{dist_name}-*-py3-none-any.whl"))
+        if len(pure) != 1:
+            raise SystemExit(f"[dev] compiled wheels: want one pure {dist_name} wheel in "
+                             f"{dist}, found {len(pure)} (run ./dev dist first)")
+        with tempfile.TemporaryDirectory() as tmp:
+            subprocess.run([sys.executable, "-m", "wheel", "unpack", "--dest", tmp,
+                            str(pure[0])], check=True, capture_output=True)
+            (root,) = Path(tmp).iterdir()
+            shutil.rmtree(root / package)
+            shutil.copytree(build / package, root / package,
+                            ignore=shutil.ignore_patterns("__pycache__", "*.c", "*.h"))
+            for lib in build.glob(f"{package}__mypyc.*"):
+                shutil.copy2(lib, root / lib.name)
+            (info,) = root.glob("*.dist-info")
+            wheel = info / "WHEEL"
+            lines = [line for line in wheel.read_text().splitlines()
+                     if line and not line.startswith(("Tag:", "Root-Is-Purelib:"))]
+            wheel.write_text("\n".join([*lines, "Root-Is-Purelib: false", f"Tag: {tag}", ""]))
+            # Compiled modules import mypy_extensions (the decorators of the edits above)
+            # when they load: a dependency of the compiled wheels only.
+            meta = info / "METADATA"
+            head, sep, body = meta.read_text().partition("\n\n")
+            meta.write_text(f"{head}\nRequires-Dist: {MYPY_EXTENSIONS}{sep}{body}")
+            (info / "RECORD").unlink()
+            before = set(dist.iterdir())
+            subprocess.run([sys.executable, "-m", "wheel", "pack", "--dest-dir", str(dist),
+                            str(root)], check=True, capture_output=True)
+            made += sorted(set(dist.iterdir()) - before)
+    return made
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("build", type=Path, help="the build directory (emptied first)")
+    parser.add_argument("--wheels", type=Path, metavar="DIST",
+                        help="also make compiled wheels beside the pure ones in DIST")
+    args = parser.parse_args(argv)
+    if compile_copy(args.build.resolve()) != 0:
+        return 1
+    if args.wheels is not None:
+        for path in compiled_wheels(args.build.resolve(), args.wheels.resolve()):
+            print(f"[dev] compiled wheel {path}")
     return 0
 
 
