@@ -1,23 +1,26 @@
-"""A trial build of the shell with mypyc, beside ``./dev compiled`` (which compiles the
-model core only): copy the model and the reference into a build directory, adapt the
-copy where mypyc needs it, and compile the model core and the shell rooms listed in
-``COMPILED`` there. The sources stay as they are; every adaptation below is checked to
-apply (a source that drifted fails the build with the edit that no longer fits).
+"""The compiled build behind ``./dev compiled``: copy the model and the reference into a
+build directory, adapt the copy where mypyc needs it, and compile the model core and the
+shell rooms listed in ``COMPILED`` there. The sources stay as they are and stay the
+reference; every adaptation below says why it is needed and is checked to apply (a
+source that drifted fails the build with the edit that no longer fits).
 
-    .venv/bin/python scripts/compiled_build.py /tmp/zlink-shell-build .venv/bin/mypyc
-    PYTHONPATH=/tmp/zlink-shell-build .venv/bin/python -m pytest tests/shell
+    .venv/bin/python scripts/compiled_build.py BUILD_DIR
+    PYTHONPATH=BUILD_DIR .venv/bin/python -m pytest tests/shell
+    .venv/bin/python scripts/compiled_build.py BUILD_DIR --wheels dist   # after ./dev dist
 
-Not wired into ``./dev compiled`` or CI yet: with these modules compiled the build takes
-about 50 s and 409 of the compiled job's 411 tests pass; the idle default queue takes
-264 B, over the 256 B bound, and one test patches ``QueueCore.admit_plain``, which the
-compiled queue calls directly (docs/performance.md, "Compiling the shell").
+``./dev compiled`` runs it into ``.build-compiled`` whenever the model, the reference or
+this script changed, and CI runs the core, shell and coordinator tests and the whole
+conformance suite against that build (docs/performance.md, "The compiled build").
 """
 
 from __future__ import annotations
 
+import argparse
 import shutil
 import subprocess
 import sys
+import sysconfig
+import tempfile
 from pathlib import Path
 
 COMPILED = [
@@ -25,8 +28,11 @@ COMPILED = [
     "zlink_model/rules.py",
     *(f"zlink_reference/_shell/{room}.py"
       for room in ("checks", "context", "handle", "scope", "drain", "drive", "queue")),
-    # The coordinators' base: interpreted classes may not inherit from a compiled trait.
-    "zlink_reference/coordinators/_base.py",
+    # The coordinators: their entries are the hot path of every message to an Actor,
+    # a Spot or a session (and interpreted classes may not inherit from a compiled
+    # trait, the scope surface ``_base.Coordinator`` builds on).
+    *(f"zlink_reference/coordinators/{name}.py"
+      for name in ("_base", "snapshot", "lane", "actor", "session", "spot")),
 ]
 
 IMPORT = "from __future__ import annotations\n"
@@ -54,6 +60,19 @@ EDITS: list[tuple[str, str, str, int]] = [
     # compiled argument check: these parameters are checked by the code itself.
     ("zlink_reference/_shell/queue.py", "payload_bytes: int)", "payload_bytes: Any)", 2),
     ("zlink_reference/_shell/scope.py", "timeout_ms: float)", "timeout_ms: Any)", 0),
+    # The coordinators' entries check their ids, payloads and modes themselves, with
+    # typed errors that name the argument (SE-6.3: nothing inserted); compiled, the
+    # annotations would be checked first, with mypyc's own message.
+    ("zlink_reference/coordinators/spot.py", "actor_id: str", "actor_id: Any", 0),
+    ("zlink_reference/coordinators/spot.py", "spot_id: str", "spot_id: Any", 1),
+    ("zlink_reference/coordinators/spot.py", "timer_name: str", "timer_name: Any", 0),
+    ("zlink_reference/coordinators/spot.py", "payload_bytes: int", "payload_bytes: Any", 0),
+    ("zlink_reference/coordinators/spot.py",
+     "mode: ZLinkUserSpotExecutionMode | None = None", "mode: Any = None", 1),
+    ("zlink_reference/coordinators/actor.py", "actor_id: str,", "actor_id: Any,", 1),
+    ("zlink_reference/coordinators/actor.py", "payload_bytes: int", "payload_bytes: Any", 1),
+    ("zlink_reference/coordinators/session.py", "session_id: str", "session_id: Any", 1),
+    ("zlink_reference/coordinators/session.py", "payload_bytes: int", "payload_bytes: Any", 1),
     # A native class has no __slots__ to read.
     ("zlink_reference/_shell/queue.py", "for k in self.__slots__)",
      "for k in _STATISTICS_FIELDS)", 1),
@@ -70,6 +89,26 @@ EDITS: list[tuple[str, str, str, int]] = [
      "                    waiting.remove(fut)", 1),
     ("zlink_reference/_shell/drain.py",
      "if not isinstance(rec, WorkRecord):", "if not isinstance(rec, ZLinkWorkHandle):", 2),
+    # mypyc gives a class with a ``Generic`` base a ``__dict__`` and a ``__weakref__``
+    # slot (16 B per queue, which took the idle owner over its 256 B): the compiled
+    # core is typed with ``WorkRecord`` where the reference's is generic in it, and the
+    # few places of the shell that read a handle's own fields off the core say so.
+    ("zlink_model/queue.py", 'R = TypeVar("R", bound=WorkRecord)', "R = WorkRecord", 1),
+    ("zlink_model/queue.py", "class QueueCore(Generic[R]):", "class QueueCore:", 1),
+    ("zlink_model/queue.py", "QueueCore[R]", "QueueCore", 0),
+    ("zlink_model/queue.py", "QueueCore[Any]", "QueueCore", 0),
+    ("zlink_reference/_shell/__init__.py", "QueueCore[Any]", "QueueCore", 2),
+    ("zlink_reference/_shell/scope.py", "QueueCore[Any]", "QueueCore", 2),
+    ("zlink_reference/_shell/queue.py", "QueueCore[Any]", "QueueCore", 1),
+    ("zlink_reference/_shell/queue.py", "QueueCore[ZLinkWorkHandle[Any]]", "QueueCore", 1),
+    ("zlink_reference/_shell/drain.py", "QueueCore[ZLinkWorkHandle[Any]]", "QueueCore", 0),
+    ("zlink_reference/_shell/drive.py",
+     "held = gate._core.current", "held: Any = gate._core.current", 1),
+    ("zlink_reference/_shell/queue.py",
+     "        taken = []\n", "        taken: list[Any] = []\n", 1),
+    ("zlink_reference/_shell/queue.py",
+     "ended, live = core.expire_timeout() if expire else core.dispose()",
+     "ended, live = cast(Any, core.expire_timeout() if expire else core.dispose())", 1),
 ]
 
 
@@ -92,14 +131,35 @@ def split_generators(build: Path) -> None:
                      + "\n\nfrom ._drive_generators import _post_from_drive, _runner  # noqa\n")
 
 
-def main() -> int:
+# The compiled modules in two groups, one per distribution: each group's shared library
+# (``zlink_model__mypyc``, ``zlink_reference__mypyc``) ships in that distribution's
+# compiled wheel, and the reference's group calls into the model's.
+SETUP = """
+import sys
+from setuptools import setup
+from mypyc.build import mypycify
+groups = [[p for p in sys.argv[1].split(",") if p.startswith(top)]
+          for top in ("zlink_model/", "zlink_reference/")]
+sys.argv[1:2] = []
+setup(name="zlink-compiled", ext_modules=mypycify(
+    [p for g in groups for p in g],
+    separate=[(groups[0], "zlink_model"), (groups[1], "zlink_reference")]))
+"""
+
+MYPY_EXTENSIONS = "mypy-extensions>=1.0.0"
+# (distribution, its import package) of each compiled wheel.
+WHEELS = (("zlink_model", "zlink_model"), ("zlink_reference", "zlink_reference"))
+
+
+def compile_copy(build: Path) -> int:
+    """Copy, adapt and compile into ``build``; 0 when done, 1 with the reason printed."""
     here = Path(__file__).resolve().parent.parent
-    build = Path(sys.argv[1])
-    mypyc = str(Path(sys.argv[2]).resolve())
     shutil.rmtree(build, ignore_errors=True)
     build.mkdir(parents=True)
-    shutil.copytree(here / "model" / "zlink_model", build / "zlink_model")
-    shutil.copytree(here / "reference" / "zlink_reference", build / "zlink_reference")
+    skip = shutil.ignore_patterns("__pycache__")
+    shutil.copytree(here / "model" / "zlink_model", build / "zlink_model", ignore=skip)
+    shutil.copytree(here / "reference" / "zlink_reference", build / "zlink_reference",
+                    ignore=skip)
     for rel, old, new, count in EDITS:
         path = build / rel
         text = path.read_text()
@@ -115,11 +175,74 @@ def main() -> int:
     fields = text[text.index("    __slots__ = (", text.index("class QueueStatistics")):]
     fields = fields[len("    __slots__ = "):fields.index(")") + 1]
     queue.write_text(text + f"\n\n_STATISTICS_FIELDS = {fields}\n")
+    # mypy's own defaults, wherever the build directory is: mypy looks for a
+    # configuration upwards from it, and the project's strict one (for the sources)
+    # would flag the copy's adaptations (an ignore or a cast the adapted types make
+    # redundant). The sources themselves are checked strict by ``zlink verify``.
+    (build / "mypy.ini").write_text("[mypy]\n")
     with open(build / "mypyc.log", "w") as log:
-        done = subprocess.run([mypyc, *COMPILED], cwd=build, stdout=log, stderr=log)
+        done = subprocess.run(
+            [sys.executable, "-c", SETUP, ",".join(COMPILED), "build_ext", "--inplace"],
+            cwd=build, stdout=log, stderr=log)
     if done.returncode != 0:
         sys.stderr.write((build / "mypyc.log").read_text())
         return 1
+    return 0
+
+
+def compiled_wheels(build: Path, dist: Path) -> list[Path]:
+    """Beside each pure wheel of ``dist`` (``./dev dist``) whose package is compiled in
+    ``build``, a wheel for this interpreter and platform: the pure wheel's metadata, the
+    build's package (its adapted sources and their compiled modules) and its group's
+    shared library. The pure wheels stay the reference."""
+    tag = (f"cp{sys.version_info.major}{sys.version_info.minor}-"
+           f"cp{sys.version_info.major}{sys.version_info.minor}-"
+           + sysconfig.get_platform().replace("-", "_").replace(".", "_"))
+    made = []
+    for dist_name, package in WHEELS:
+        pure = sorted(dist.glob(f"{dist_name}-*-py3-none-any.whl"))
+        if len(pure) != 1:
+            raise SystemExit(f"[dev] compiled wheels: want one pure {dist_name} wheel in "
+                             f"{dist}, found {len(pure)} (run ./dev dist first)")
+        with tempfile.TemporaryDirectory() as tmp:
+            subprocess.run([sys.executable, "-m", "wheel", "unpack", "--dest", tmp,
+                            str(pure[0])], check=True, capture_output=True)
+            (root,) = Path(tmp).iterdir()
+            shutil.rmtree(root / package)
+            shutil.copytree(build / package, root / package,
+                            ignore=shutil.ignore_patterns("__pycache__", "*.c", "*.h"))
+            for lib in build.glob(f"{package}__mypyc.*"):
+                shutil.copy2(lib, root / lib.name)
+            (info,) = root.glob("*.dist-info")
+            wheel = info / "WHEEL"
+            lines = [line for line in wheel.read_text().splitlines()
+                     if line and not line.startswith(("Tag:", "Root-Is-Purelib:"))]
+            wheel.write_text("\n".join([*lines, "Root-Is-Purelib: false", f"Tag: {tag}", ""]))
+            # Compiled modules import mypy_extensions (the decorators of the edits above)
+            # when they load: a dependency of the compiled wheels only.
+            meta = info / "METADATA"
+            head, sep, body = meta.read_text().partition("\n\n")
+            meta.write_text(f"{head}\nRequires-Dist: {MYPY_EXTENSIONS}{sep}{body}")
+            (info / "RECORD").unlink()
+            before = set(dist.iterdir())
+            subprocess.run([sys.executable, "-m", "wheel", "pack", "--dest-dir", str(dist),
+                            str(root)], check=True, capture_output=True)
+            made += sorted(set(dist.iterdir()) - before)
+    return made
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("build", type=Path, help="the build directory (emptied first)")
+    parser.add_argument("--wheels", type=Path, metavar="DIST",
+                        help="also make compiled wheels beside the pure ones in DIST")
+    args = parser.parse_args(argv)
+    if compile_copy(args.build.resolve()) != 0:
+        return 1
+    if args.wheels is not None:
+        for path in compiled_wheels(args.build.resolve(), args.wheels.resolve()):
+            print(f"[dev] compiled wheel {path}")
     return 0
 
 

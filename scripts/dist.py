@@ -7,7 +7,10 @@ kit's single-file zipapp (``zlink-conformance.pyz``: the kit and the model) is m
 the two wheels just built. It fails before building anything when the five versions
 differ: one repository, one version.
 
-Usage: python scripts/dist.py [--out DIR] [--no-pyz]
+With ``--compiled``, also wheels of zlink-model and zlink-reference compiled by mypyc for
+this interpreter and platform, beside the pure ones (which stay the reference).
+
+Usage: python scripts/dist.py [--out DIR] [--no-pyz] [--compiled]
 """
 
 from __future__ import annotations
@@ -15,11 +18,13 @@ from __future__ import annotations
 import argparse
 import subprocess
 import sys
+import tempfile
 import time
 import tomllib
 from pathlib import Path
 
-from pyz import build_pyz  # scripts/, this script's folder
+from compiled_build import compile_copy, compiled_wheels  # scripts/, this script's folder
+from pyz import build_pyz
 
 ROOT = Path(__file__).resolve().parent.parent
 # Source folder of each distribution, in dependency order.
@@ -102,6 +107,20 @@ def build(out: Path, *, pyz: bool = True) -> list[Path]:
     return files
 
 
+def compiled(out: Path) -> list[Path]:
+    """The compiled wheels of zlink-model and zlink-reference, made from the pure ones in
+    ``out`` and a compiled build in a temporary folder; the paths written."""
+    started = time.monotonic()
+    print("[dist] compiled wheels (mypyc) ...", end="", flush=True)
+    with tempfile.TemporaryDirectory(prefix="zlink-compiled-") as tmp:
+        if compile_copy(Path(tmp) / "build") != 0:
+            print(" FAILED")
+            raise DistError("the compiled build failed (its log is above)")
+        made = compiled_wheels(Path(tmp) / "build", out)
+    print(f" ok ({time.monotonic() - started:.1f} s)")
+    return made
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="./dev dist", description=__doc__,
@@ -110,9 +129,15 @@ def main(argv: list[str] | None = None) -> int:
                         help="where the files go (default: dist/ of the checkout)")
     parser.add_argument("--no-pyz", action="store_true",
                         help="leave out the kit's zipapp")
+    parser.add_argument("--compiled", action="store_true",
+                        help="also wheels of zlink-model and zlink-reference compiled by mypyc "
+                             "for this interpreter and platform, beside the pure ones "
+                             "(scripts/compiled_build.py; pip prefers them where they fit)")
     args = parser.parse_args(argv)
     try:
         files = build(args.out.resolve(), pyz=not args.no_pyz)
+        if args.compiled:
+            files += compiled(args.out.resolve())
     except DistError as exc:
         print(f"dist: {exc}", file=sys.stderr)
         return 1

@@ -190,11 +190,7 @@ class DrainingQueue:
             # callback copied: the works run here are no children of that work.
             async_current.set(None)
         core = self._core
-        clock = self._rt.now
-        now: Callable[[], float] = clock
-        if skew:
-            def now() -> float:
-                return clock() - skew
+        clock = self._rt.now  # read as clock() - skew: the time the owner held the loop
         next_step = core.next_step
         next_plain = core.next_plain
         prev_plain = False  # prev is a plain work (post): it has no handle to settle
@@ -207,7 +203,7 @@ class DrainingQueue:
                 prev = core.turn_holder
                 prev_plain = False
                 turn.sync = None
-            rec: ZLinkWorkHandle[Any] | None = next_step(now(), prev, outcome)
+            rec: ZLinkWorkHandle[Any] | None = next_step(clock() - skew, prev, outcome)
             if prev is not None:
                 # Settle after the reservation is released (inside next_step), so a
                 # waiter woken by it sees the room.
@@ -244,7 +240,7 @@ class DrainingQueue:
                 try:
                     while (result := rec()) is None and core.app is not None \
                             and self._aux is None:
-                        nxt = next_plain(now(), rec)
+                        nxt = next_plain(clock() - skew, rec)
                         if nxt is None:
                             rec = None  # next_plain gave its turn back
                             break
