@@ -60,6 +60,8 @@ EDITS: list[tuple[str, str, str, int]] = [
     # compiled argument check: these parameters are checked by the code itself.
     ("zlink_reference/_shell/queue.py", "payload_bytes: int)", "payload_bytes: Any)", 2),
     ("zlink_reference/_shell/scope.py", "timeout_ms: float)", "timeout_ms: Any)", 0),
+    # ``inherit`` answers a parent that is not a scope with its own TypeError (SD-4).
+    ("zlink_reference/_shell/scope.py", "parent: ScopeMixin,", "parent: Any,", 1),
     # The coordinators' entries check their ids, payloads and modes themselves, with
     # typed errors that name the argument (SE-6.3: nothing inserted); compiled, the
     # annotations would be checked first, with mypyc's own message.
