@@ -52,6 +52,7 @@ from zlink_model.invariants import INVARIANTS
 from zlink_model.policy import PolicyInputError, ZLinkExecutionLanePolicy, load_policy
 from zlink_model.replay import check_trace
 from zlink_model.trace import TraceEvent, read_trace
+from zlink_model.vocabulary import TAKE_NEXT
 
 from ..tla.runner import ToolMissingError
 from ..tla.trace import (
@@ -171,7 +172,7 @@ def _unmatched_step(q: QueueTranscript) -> Callable[[int], tuple[int, str, str]]
     def unmatched(index: int) -> tuple[int, str, str]:
         step = q.steps[index]
         if step.op == "sync":
-            return step.position, "take_next", (
+            return step.position, TAKE_NEXT, (
                 f"the settle reply (transcript entry {step.position}) came while a turn "
                 "given or a work's end was still unreported: something could progress")
         action = TLC_EVENTS[step.op][0]

@@ -124,7 +124,7 @@ class JudgesReport:
 
 
 def _kind_of(reason: str) -> str:
-    for word, kind in (("transfer", "a SpotWide transfer"), ("final work", "a session's final"),
+    for word, kind in (("a transfer", "a SpotWide transfer"), ("final work", "a session's final"),
                        ("Disposal", "a disposal event"), ("never submitted",
                                                           "a work never submitted")):
         if word in reason:

@@ -252,7 +252,7 @@ def queue_transcripts(entries: Sequence[tuple[str, Mapping[str, Any]]]) -> list[
         q.steps.append(WireStep(steps[0], work, pos, name,
                                 closed=name == "rejected" and msg.get("reason") == "closed",
                                 kind=_kind(sub), payload=sub.payload,
-                                race=racing if steps[0] in ("admit", "reject") else 0))
+                                race=racing if steps[0] in (ADMIT, REJECT) else 0))
         moved.add(owner)
     return list(queues.values())
 
