@@ -1,12 +1,11 @@
-"""Every coordinator mutant is killed by the SE-10 tests: each mutant is switched on in
-a fresh pytest process over tests/coordinators; the test written for the SE-10 item the
-mutant breaks must be among the failures."""
+"""The coordinators' catalogued mutants and, for each, the SE-10 or SD test written for
+the rule it breaks: that test must fail when the mutant is on.
+
+``tests/stateful/test_kill_matrix.py`` shows it, in the one fresh process per mutant
+that also runs the machines (``KILLERS`` there); this file no longer starts a second
+process per mutant to run the same test again."""
 
 from __future__ import annotations
-
-import pytest
-
-from test_mutants_unit import run_with
 
 # mutant -> the SE-10 test written for the rule it breaks
 KILLER = {
@@ -33,28 +32,3 @@ DISPOSAL_KILLER = {
     "dispose_runs_never_started": "test_SD_1_dispose_cancels_never_started_and_suspended_work",
     "cancel_off_turn": "test_SD_1_dispose_cancels_never_started_and_suspended_work",
 }
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("mutant", sorted(DISPOSAL_KILLER))
-def test_SD_tests_kill_disposal_mutant(mutant: str) -> None:
-    code, failed = run_with(mutant, ["tests/coordinators/test_disposal.py"],
-                            DISPOSAL_KILLER[mutant])
-    print(f"\n{mutant}: {len(failed)} failing test(s)")
-    assert code != 0, f"mutant {mutant} survived the disposal tests"
-    assert any(DISPOSAL_KILLER[mutant] in name for name in failed), (
-        f"mutant {mutant} was not caught by {DISPOSAL_KILLER[mutant]}"
-    )
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("mutant", sorted(KILLER))
-def test_coordinator_mutants_are_killed_by_the_SE_10_tests(mutant: str) -> None:
-    code, failed = run_with(mutant, ["tests/coordinators/test_se10.py"], KILLER[mutant])
-    print(f"\n{mutant}: {len(failed)} failing test(s)")
-    for name in failed:
-        print(f"    {name}")
-    assert code != 0, f"mutant {mutant} survived the coordinator tests"
-    assert any(KILLER[mutant] in name for name in failed), (
-        f"mutant {mutant} was not caught by {KILLER[mutant]}"
-    )

@@ -7,9 +7,14 @@ the mutant breaks, that test. A layer kills a mutant when its test fails. The ma
 printed (run with ``-s``; docs/properties.md records one run).
 
 Each mutant must be killed by the machine written for the layer it breaks (``OWNERS``):
-those kills come within the first few dozen examples of a ci run. Other cells of the
-matrix are kills a machine makes along the way; a change of a machine's code changes its
-derandomized examples and may move them, so they are printed, not required.
+those kills come within the first few dozen examples of a ci run. Each mutant with a
+test written for its rule in the tables of ``tests/test_mutants_unit.py`` and
+``tests/test_mutants_coordinators.py`` (``KILLERS``) must fail that test in the same
+process: this run is the one that shows the unit tests kill the mutants (it ran those
+tests under each mutant already; a second fresh process per mutant only to run them
+again was most of the mutants step's time). Other cells of the matrix are kills a
+machine makes along the way; a change of a machine's code changes its derandomized
+examples and may move them, so they are printed, not required.
 
 By default only the owners and the unit test run under each mutant (about 35 s in all on
 a 2-core machine); ``ZLINK_KILL_MATRIX=full`` runs every machine under every mutant
@@ -76,6 +81,16 @@ UNIT_TESTS: dict[str, tuple[str, str]] = {
 }
 
 
+# mutant -> every (unit test paths, test) written for the rule it breaks, each of which
+# must fail under it: the queue's, the coordinators' (SE-10) and the disposal (SD) tests.
+KILLERS: dict[str, list[tuple[str, str]]] = {}
+for _paths, _table in (("tests/core tests/shell", QUEUE_KILLER),
+                       ("tests/coordinators/test_se10.py", COORDINATOR_KILLER),
+                       ("tests/coordinators/test_disposal.py", DISPOSAL_KILLER)):
+    for _mutant, _test in _table.items():
+        KILLERS.setdefault(_mutant, []).append((_paths, _test))
+
+
 # mutant -> the machines that must kill it: those of the layer it breaks
 OWNERS: dict[str, tuple[str, ...]] = {
     "drain_without_flag_check": ("core", "runtime"),
@@ -120,16 +135,18 @@ OWNERS: dict[str, tuple[str, ...]] = {
 FULL = os.environ.get("ZLINK_KILL_MATRIX") == "full"
 
 
-def kills(mutant: str) -> dict[str, bool | None]:
-    """Run the layers against one mutant (every machine with ``FULL``, else its owners
-    and its unit test); which layers fail (kill it), None for a layer not run."""
+def kills(mutant: str) -> tuple[dict[str, bool | None], list[str]]:
+    """Run the layers against one mutant (every machine with ``FULL``, else its owners,
+    and its unit tests); which layers fail (kill it), None for a layer not run, and the
+    required unit tests (``KILLERS``) that did not fail."""
     run = list(MACHINES) if FULL else list(OWNERS[mutant])
     paths = [MACHINES[layer] for layer in run]
     select = "runTest"
     unit = UNIT_TESTS.get(mutant)
-    if unit is not None:
-        paths += unit[0].split()
-        select += f" or {unit[1]}"
+    required = KILLERS.get(mutant, [])
+    for where, test in ([unit] if unit is not None else []) + required:
+        paths += [p for p in where.split() if p not in paths]
+        select += f" or {test}"
     env = dict(os.environ, ZLINK_MUTANT=mutant, ZLINK_HYPOTHESIS_PROFILE="ci",
                ZLINK_TEST_TIMEOUT="5")
     proc = subprocess.run(
@@ -146,7 +163,8 @@ def kills(mutant: str) -> dict[str, bool | None]:
         layer: any(path in f for f in failed) if layer in run else None
         for layer, path in MACHINES.items()}
     out["unit"] = unit is not None and any(unit[1] in f for f in failed)
-    return out
+    missed = [test for _, test in required if not any(test in f for f in failed)]
+    return out, missed
 
 
 def _cell(value: bool | None) -> str:
@@ -190,11 +208,12 @@ def test_every_mutant_has_owners_and_a_recorded_row() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(1800 if FULL else 300)
+@pytest.mark.timeout(1800 if FULL else 900)
 def test_every_mutant_is_killed_by_a_machine() -> None:
     names = sorted(mutants.CATALOGUE)
     with ThreadPoolExecutor(max_workers=2) as pool:
-        results = dict(zip(names, pool.map(kills, names), strict=True))
+        runs = dict(zip(names, pool.map(kills, names), strict=True))
+    results = {name: row for name, (row, _) in runs.items()}
     print("\nkill matrix (x: the layer fails under the mutant; n/a: no unit test mapped;"
           " blank: not run, see ZLINK_KILL_MATRIX=full)")
     print(render(results))
@@ -202,3 +221,6 @@ def test_every_mutant_is_killed_by_a_machine() -> None:
     assert not survivors, f"mutants no machine catches: {survivors}"
     missed = [(m, o) for m, owners in OWNERS.items() for o in owners if not results[m][o]]
     assert not missed, f"mutants their own machine no longer catches: {missed}"
+    unit_missed = {name: tests for name, (_, tests) in runs.items() if tests}
+    assert not unit_missed, f"mutants the test written for their rule no longer " \
+                            f"catches: {unit_missed}"

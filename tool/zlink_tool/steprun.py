@@ -19,17 +19,20 @@ import json
 import os
 import subprocess
 import tempfile
+import threading
 import time
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from functools import cached_property
 from pathlib import Path
+from typing import IO
 
 from .importgraph import ImportGraph
 from .resultcache import ResultCache
 from .tracelog import Reads, read_trace
 
-__all__ = ["STRACE", "Outcome", "StepRunner", "expand_test_files", "step_env"]
+__all__ = ["STRACE", "Outcome", "StepRunner", "expand_test_files", "run_counting_cpu",
+           "step_env"]
 
 STRACE = ["strace", "-f", "-qq", "-y", "--seccomp-bpf", "-e",
           "trace=openat,open,creat,clone,clone3,fork,vfork", "-e", "signal=none"]
@@ -48,6 +51,7 @@ class Outcome:
     cached: bool = False
     note: str = ""
     ran_files: tuple[str, ...] = ()
+    cpu: float = 0.0  # user + system seconds of the step's processes
 
 
 def step_env(extra: dict[str, str]) -> dict[str, str]:
@@ -74,6 +78,33 @@ def expand_test_files(root: Path, paths: Sequence[str], options: Sequence[str]) 
                 continue
             found.add(c.relative_to(root).as_posix())
     return sorted(found)
+
+
+def run_counting_cpu(argv: list[str], cwd: Path, env: dict[str, str]
+                     ) -> tuple[int, str, float]:
+    """Run a command to its end: (exit status, stdout then stderr, CPU seconds). The CPU
+    time (user + system) is the process's and that of every process it waited for, as
+    ``wait4`` reports it: on a machine shared with other work the wall time says how
+    long the wait was, the CPU time what the check cost."""
+    proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    outputs: dict[str, str] = {}
+
+    def drain(name: str, stream: IO[str]) -> None:
+        outputs[name] = stream.read()
+        stream.close()
+
+    readers = [threading.Thread(target=drain, args=(name, stream), daemon=True)
+               for name, stream in (("out", proc.stdout), ("err", proc.stderr))
+               if stream is not None]
+    for reader in readers:
+        reader.start()
+    for reader in readers:
+        reader.join()
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return (proc.returncode, outputs.get("out", "") + outputs.get("err", ""),
+            usage.ru_utime + usage.ru_stime)
 
 
 def _junit_failures(path: Path) -> tuple[set[str], bool]:
@@ -107,13 +138,12 @@ class StepRunner:
         return Reads(set(self.cache.every_file()), set())
 
     def _run(self, argv: list[str], env: dict[str, str], trace: Path | None
-             ) -> tuple[int, str, float]:
+             ) -> tuple[int, str, float, float]:
+        """(exit status, output, wall seconds, CPU seconds) of one step's process."""
         run_argv = [*STRACE, "-o", str(trace), "--", *argv] if trace is not None else argv
         started = time.monotonic()
-        proc = subprocess.run(run_argv, cwd=self.root, env=env, capture_output=True,
-                              text=True)
-        return (proc.returncode, (proc.stdout + proc.stderr).rstrip(),
-                time.monotonic() - started)
+        code, output, cpu = run_counting_cpu(run_argv, self.root, env)
+        return code, output.rstrip(), time.monotonic() - started, cpu
 
     def _trace_file(self) -> Path | None:
         if not (self.traced and self.cache.enabled):
@@ -145,7 +175,7 @@ class StepRunner:
                                time.monotonic() - started, cached=True)
         trace = self._trace_file() if declared is None and use_cache else None
         try:
-            code, output, seconds = self._run(argv, env, trace)
+            code, output, seconds, cpu = self._run(argv, env, trace)
             if code == 0 and use_cache:
                 if declared is not None:
                     reads = Reads(set(declared), set())
@@ -159,7 +189,7 @@ class StepRunner:
         finally:
             if trace is not None:
                 trace.unlink(missing_ok=True)
-        return Outcome(code, output, seconds)
+        return Outcome(code, output, seconds, cpu=cpu)
 
     def run_pytest(self, name: str, base: list[str], options: list[str], paths: list[str],
                    cores: int, env: dict[str, str], use_cache: bool = True,
@@ -188,7 +218,7 @@ class StepRunner:
                 argv += ["-p", "zlink_tool.pytest_marks"]
             argv += todo
             try:
-                code, output, seconds = self._run(argv, env, trace)
+                code, output, seconds, cpu = self._run(argv, env, trace)
                 failed, readable = _junit_failures(junit)
                 if use_cache and code in _PYTEST_RAN and readable:
                     self._keep_files(name, [f for f in todo if f not in failed], keys, trace)
@@ -201,7 +231,7 @@ class StepRunner:
                "inputs unchanged" if cached else ""
         if note:
             output = f"{output}\n{note}"
-        return Outcome(code, output, seconds, note=note, ran_files=tuple(todo))
+        return Outcome(code, output, seconds, note=note, ran_files=tuple(todo), cpu=cpu)
 
     def _keep_files(self, name: str, passed: list[str], keys: dict[str, str],
                     trace: Path | None) -> None:

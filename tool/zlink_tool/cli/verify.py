@@ -98,6 +98,7 @@ class StepResult:
     cached: bool = False
     note: str = ""
     selected: tuple[str, ...] | None = None  # the test files --since chose (None: all)
+    cpu: float = 0.0  # user + system seconds of its processes (0 when cached)
 
     @property
     def failed(self) -> bool:
@@ -235,8 +236,9 @@ class _Display:
             self.finished += 1
             shown = "ok (cached: inputs unchanged)" if result.cached else result.status
             note = f"; {result.note}" if result.note and not result.cached else ""
+            cpu = f", CPU {result.cpu:.1f} s" if result.cpu else ""
             self._write(f"[{self.finished}/{self.total}] {result.name} {shown} "
-                        f"({result.seconds:.1f} s{note})")
+                        f"({result.seconds:.1f} s{cpu}{note})")
             if show_output and result.output:
                 for line in result.output.splitlines():
                     self._write(f"    {line}")
@@ -301,7 +303,7 @@ def _execute(step: Step, argv: list[str], cores: int, runner: StepRunner,
     status = "ok" if ok else f"FAILED (exit {out.code})"
     rules = involved_rules(out.output, runner.root) if not ok else []
     return StepResult(step.name, status, out.seconds, out.output, rules, out.cached,
-                      out.note, None if only is None else tuple(sorted(only)))
+                      out.note, None if only is None else tuple(sorted(only)), out.cpu)
 
 
 def _timings(cache: ResultCache) -> dict[str, float]:
@@ -468,15 +470,18 @@ def run(args: argparse.Namespace) -> int:
 def _print_summary(results: list[StepResult], elapsed: float,
                    skipped: dict[str, str] | None = None) -> None:
     print()
-    print(f"{'step':12s} {'result':24s} {'time':>8s}  rules involved")
-    print(f"{'-' * 12} {'-' * 24} {'-' * 8}  {'-' * 14}")
+    print(f"{'step':12s} {'result':24s} {'time':>8s} {'CPU':>8s}  rules involved")
+    print(f"{'-' * 12} {'-' * 24} {'-' * 8} {'-' * 8}  {'-' * 14}")
     for r in results:
         status = "ok (cached)" if r.cached and not r.failed else r.status
-        print(f"{r.name:12s} {status:24s} {r.seconds:7.1f}s  {', '.join(r.rules)}".rstrip())
+        print(f"{r.name:12s} {status:24s} {r.seconds:7.1f}s {r.cpu:7.1f}s  "
+              f"{', '.join(r.rules)}".rstrip())
     for name, why in (skipped or {}).items():
-        print(f"{name:12s} {'not run (--since)':24s} {'':8s}  {why}")
+        print(f"{name:12s} {'not run (--since)':24s} {'':8s} {'':8s}  {why}")
     failed = [r.name for r in results if r.failed]
     cached = sum(1 for r in results if r.cached)
+    cpu = sum(r.cpu for r in results)
     print()
     print("verify: " + ("FAILED: " + ", ".join(failed) if failed else "all checks passed")
-          + f" ({elapsed:.0f} s" + (f"; {cached} step(s) cached" if cached else "") + ")")
+          + f" ({elapsed:.0f} s, CPU {cpu:.0f} s"
+          + (f"; {cached} step(s) cached" if cached else "") + ")")
