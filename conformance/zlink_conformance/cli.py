@@ -28,6 +28,7 @@ from .helptext import plain
 from .identity import changes_since, identify, load_releases
 from .known import KnownFailuresError, load_known_failures
 from .oracle.log import CaseLog
+from .pipes import stop_on_closed_stdout
 from .profiles import PROFILES, coverage, in_profile
 from .report import (
     ConsoleReporter,
@@ -521,6 +522,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader of our output closed it (``list | head``)
+        return stop_on_closed_stdout()
 
 
 if __name__ == "__main__":

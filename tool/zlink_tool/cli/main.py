@@ -9,6 +9,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from zlink_conformance.helptext import plain, summary
+from zlink_conformance.pipes import stop_on_closed_stdout
 
 from .. import DISTRIBUTION
 from . import conformance, impact, models, policy, rules, trace, verify
@@ -68,6 +69,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader of our output closed it (``rules | head``)
+        return stop_on_closed_stdout()
     except SystemExit as stop:  # a usage error deep in a subcommand (missing extra, data)
         return stop.code if isinstance(stop.code, int) else 2
     return code
