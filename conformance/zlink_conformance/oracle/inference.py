@@ -136,30 +136,8 @@ def _inline_submit(log: CaseLog, work: str, hung: str) -> str | None:
             f"by the submitter; seen as: {hung}")
 
 
-def _scripts(log: CaseLog) -> dict[str, list[Any]]:
-    """Each work's script, from the submit commands the runner sent (nested ones too)."""
-    out: dict[str, list[Any]] = {}
-
-    def visit(submission: Mapping[str, Any]) -> None:
-        script = submission.get("script")
-        if isinstance(submission.get("work"), str) and isinstance(script, list):
-            out[submission["work"]] = script
-            for op in script:
-                if isinstance(op, dict) and op.get("op") == "submit":
-                    visit(op)
-
-    for direction, message in log.entries:
-        if direction == "sent" and message.get("cmd") == "submit":
-            visit(message)
-        elif direction == "sent" and message.get("cmd") == "submit_concurrent":
-            for submission in message.get("submissions", []):
-                if isinstance(submission, dict):
-                    visit(submission)
-    return out
-
-
 def _self_wait(log: CaseLog, works: Mapping[str, WorkInfo], hung: str) -> str | None:
-    for work, script in _scripts(log).items():
+    for work, script in log.scripts().items():
         names = log.names(work)
         if "started" not in names or any(n in TERMINAL for n in names):
             continue
@@ -187,7 +165,7 @@ def _scope_self_wait(log: CaseLog, hung: str) -> str | None:
               if d == "sent" and m.get("cmd") == "open"}
     settled = {str(m.get("call")) for d, m in log.entries
                if d == "sent" and m.get("cmd") in ("complete", "fail")}
-    for work, script in _scripts(log).items():
+    for work, script in log.scripts().items():
         events = log.of(work)
         names = [e.name for _, e in events]
         if "started" not in names or any(n in TERMINAL for n in names):
