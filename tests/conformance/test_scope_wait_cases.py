@@ -13,6 +13,8 @@ import pytest
 from scripted_kit import ev, run_scripted
 
 from zlink_conformance.catalog import load_catalogue
+from zlink_conformance.explore import Declared, ExploreConfig, RandomStrategy, explore
+from zlink_conformance.explore.scenario import iter_scripts
 from zlink_conformance.protocol.wire import CAPABILITIES, OPS, SCOPE_WAIT_MODES
 from zlink_conformance.runner import Runner
 from zlink_reference_adapter import PRELOAD_FILE, reference_adapter_command
@@ -98,3 +100,40 @@ def test_SE_8_2_a_hang_before_the_scope_wait_is_not_charged_to_it(tmp_path: Path
                           timeout=1.0)
     assert not any(m.startswith("[SE-8.2] w (started@") for m in result.messages), \
         result.messages
+
+
+def test_SE_8_2_explore_draws_await_scope_only_where_scope_wait_is_declared() -> None:
+    """The op comes with its capability and never without; and the draws of the main
+    stream are the same with or without it (only the added ops differ)."""
+    every = Declared.of(list(CAPABILITIES), None)
+    without = Declared.of([c for c in CAPABILITIES if c != "scope_wait"], None)
+    with_ops = [RandomStrategy(every, 7).scenario(i) for i in range(200)]
+    without_ops = [RandomStrategy(without, 7).scenario(i) for i in range(200)]
+    assert any(op.get("op") == "await_scope" for s in with_ops for op in iter_scripts(s.body))
+    assert not any(op.get("op") == "await_scope"
+                   for s in without_ops for op in iter_scripts(s.body))
+    for a, b in zip(with_ops, without_ops, strict=True):
+        assert _without_scope_waits(a.body) == b.body
+
+
+def _without_scope_waits(value: Any) -> Any:
+    if isinstance(value, list):
+        return [_without_scope_waits(v) for v in value
+                if not (isinstance(v, dict) and v.get("op") == "await_scope")]
+    if isinstance(value, dict):
+        return {k: _without_scope_waits(v) for k, v in value.items()}
+    return value
+
+
+@pytest.mark.slow
+def test_SE_8_2_explore_kills_the_mutant_on_its_rule() -> None:
+    """Without the check, explore's first failure is on SE-8.2 (the work left in its
+    own scope wait), not a bare D-11, and it shrinks to a case of a few commands."""
+    env = {**child_env(), "ZLINK_ADAPTER_PRELOAD": str(PRELOAD_FILE),
+           "ZLINK_MUTANT_NAME": "scope_wait_check_off"}
+    report = explore(ExploreConfig(reference_adapter_command(), seed=1, runs=200, out=None,
+                                   env=env, repeat=2), say=lambda line: None)
+    confirmed = [f for f in report.findings if not f.flaky]
+    assert confirmed, "explore found nothing"
+    assert confirmed[0].rule == "SE-8.2", confirmed[0].rule
+    assert len((confirmed[0].shrunk or confirmed[0].scenario).steps()) <= 4
