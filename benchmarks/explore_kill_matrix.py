@@ -33,7 +33,7 @@ NODE = ["node", str(ROOT / "conformance" / "examples" / "node" / "adapter.js")]
 JAVA = ["sh", str(ROOT / "conformance" / "examples" / "java" / "run.sh")]
 # The examples' bug switches and the rule each breaks (their READMEs).
 _RULE = re.compile(r"\b((?:SE|SD|D|AP)-[0-9]+(?:\.[0-9]+)?)\b")
-NODE_BUGS = {"drain_on_submitter_stack": "SE-6.5"}
+NODE_BUGS = {"drain_on_submitter_stack": "SE-6.5", "scope_wait_hangs": "SE-8.2"}
 
 
 def java_bugs() -> dict[str, str]:
@@ -45,7 +45,8 @@ def java_bugs() -> dict[str, str]:
     block = block[:block.index(");")]
     names = re.findall(r'"([a-z_]+)"', block)
     rules = {"drain_on_submitter_stack": "SE-6.5", "count_after_wake": "AP-5",
-             "admission_not_atomic": "SE-6.3", "lifecycle_ignores_burst_limit": "SE-6.1"}
+             "admission_not_atomic": "SE-6.3", "lifecycle_ignores_burst_limit": "SE-6.1",
+             "scope_wait_hangs": "SE-8.2"}
     return {n: rules.get(n, "?") for n in names}
 
 

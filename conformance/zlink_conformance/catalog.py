@@ -469,6 +469,8 @@ class _Builder:
         elif name == "is_current":
             self.needs.add("queue_observation")
             self.queue_named(str(op["target"]), where)
+        elif name == "await_scope":
+            self.needs.add("scope_wait")
 
     def check(self, obj: Any, where: str) -> Check | None:
         check, found = parse_check(obj, where)

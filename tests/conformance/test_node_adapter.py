@@ -347,3 +347,24 @@ def test_SE_6_5_a_drain_run_inside_the_submit_call_fails_every_case_of_the_famil
         assert result.status == "failed", seen
         assert any(m.startswith("[SE-6.5 OffSubmitterStack]") for m in result.messages), seen
         assert not any("adapter fault" in m for m in result.messages), seen
+
+
+@needs_node
+def test_SE_8_2_a_scope_wait_that_waits_for_itself_fails_every_await_scope_case(
+        catalogue: Catalogue) -> None:
+    """A runtime whose awaitQuiescence, awaitCompletion and awaitAfterCancellation never
+    ask who calls (ZLINK_NODE_BUG=scope_wait_hangs) fails each await_scope case on
+    SE-8.2, never as an adapter fault, and passes every other reentrancy case."""
+    cases = [c for c in catalogue.cases
+             if "scope_wait" in c.capabilities or "synchronous_wait" in c.capabilities
+             or "reentrancy_detection" in c.capabilities]
+    with Runner(adapter_argv(), env={"ZLINK_NODE_BUG": "scope_wait_hangs"}) as runner:
+        report = runner.run(cases)
+    for result in report.results:
+        seen = (result.case.id, result.status, result.messages[:2])
+        if "scope_wait" in result.case.capabilities:
+            assert result.status == "failed", seen
+            assert result.messages[0].startswith("[SE-8.2] expect[0] errors"), seen
+            assert not any("adapter fault" in m for m in result.messages), seen
+        else:
+            assert result.status == "passed", seen

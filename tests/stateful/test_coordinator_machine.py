@@ -201,7 +201,21 @@ class SpotApplication:
 
     async def _selfwait(self, job: Job) -> None:
         """Wait, holding the turn, for new work of the same entry: it can only run after
-        this one, so the wait must raise at once (SE-8.2)."""
+        this one, so the wait must raise at once (SE-8.2). Then wait on the whole Spot
+        (its quiescence or its completion, by turns): that wait waits for this work too,
+        so it must raise at once as well (SE-10.13)."""
+        await self._selfwait_on_work(job)
+        scope_wait = (self.m.spot.await_quiescence if job.index % 2 == 0
+                      else self.m.spot.await_completion)
+        job.selfwait = "waiting"
+        try:
+            await scope_wait()
+        except ZLinkReentrancyError:
+            job.selfwait = "raised"
+        else:
+            job.selfwait = "waited"
+
+    async def _selfwait_on_work(self, job: Job) -> None:
         spot = self.m.spot
         try:
             if job.entry.startswith("actor:"):
@@ -429,7 +443,8 @@ class CoordinatorMachine(OutsideWorld, RuleBasedStateMachine):
             if job.selfwait == "waited" or (job.selfwait == "waiting" and job.started):
                 raise AssertionError(
                     f"NoSelfWait: work {job.index} ({job.entry}) waits for work of its own "
-                    f"entry instead of raising ZLinkReentrancyError (SE-8.2)")
+                    f"entry, or on its own Spot's quiescence or completion, instead of "
+                    f"raising ZLinkReentrancyError (SE-8.2)")
         assert self.app.failures == failed, (
             f"{failed} work(s) failed, the error hook saw {self.app.failures} failure(s)")
 

@@ -65,6 +65,9 @@ UNIT_TESTS: dict[str, tuple[str, str]] = {
     "final_counted_once_placed": (
         "tests/coordinators/test_d22_final_from_acceptance.py",
         "test_D_22_a_final_work_is_active_from_acceptance"),
+    "scope_wait_check_off": (
+        "tests/coordinators/test_se8_2_scope_waits.py",
+        "test_SE_8_2_scope_wait_from_its_own_work_raises_at_once"),
     # a wrong streak the runtime reports faithfully: only a derived streak sees it
     "barrier_keeps_streak": (
         "tests/stateful/test_invariants.py",
@@ -116,6 +119,7 @@ OWNERS: dict[str, tuple[str, ...]] = {
     "actor_queue_ignores_payload": ("coordinator",),
     "snapshot_reads_live_state": ("coordinator",),
     "reentrancy_check_off": ("coordinator",),
+    "scope_wait_check_off": ("coordinator",),
     "queue_exposed": ("coordinator",),
     "dispose_safely_counts_zombies": ("core", "disposal"),
     "dispose_runs_never_started": ("core", "disposal"),

@@ -51,6 +51,7 @@ const CAPABILITIES = [
   'queue_observation',
   'reentrancy_detection',
   'runtime_end',
+  'scope_wait',
   'session',
   'single_execution_resource',
   'snapshots',
@@ -433,7 +434,7 @@ class Case {
     const script = sub.script ?? [];
     checkScript(script);
     const ws = {
-      id, handle: null, started: false, ended: false, admitOwner: target.name, owner: target.name,
+      id, handle: null, started: false, ended: false, admitOwner: target.name, target: target.name, owner: target.name,
       pendingCall: null, yielded: false,
     };
     let handle;
@@ -496,7 +497,7 @@ class Case {
       if (!scripted) log(`work ${ws.id}: ${error?.stack ?? error}`);
       this.emit('failed', { work: ws.id, owner: ws.owner, message: scripted ? error.message : String(error) });
     };
-    const waits = script.some((op) => op.op === 'gate' || op.op === 'call' || op.op === 'wait_for');
+    const waits = script.some((op) => ['gate', 'call', 'wait_for', 'await_scope'].includes(op.op));
     if (!waits && latch === null) {
       return (turn) => {
         begin(turn, submitting > 0);
@@ -518,6 +519,7 @@ class Case {
           if (op.op === 'gate') await this.runGate(turn, op);
           else if (op.op === 'call') await this.runCall(ws, turn, index, op.call);
           else if (op.op === 'wait_for') await this.runWaitFor(ws, turn, index, op.work, op.wrapped === true);
+          else if (op.op === 'await_scope') await this.runAwaitScope(ws, index, op.mode);
           else this.runOp(ws, turn, index, op);
         }
       } catch (error) {
@@ -609,6 +611,27 @@ class Case {
     }
     this.emit('waited', { work: ws.id, owner: ws.owner, target: name, outcome: OUTCOMES[ended.outcome] });
   }
+
+  /** The `await_scope` op: await the work's own target's quiescence, completion or
+   *  after-cancellation from inside the work. Each waits for the waiter itself, so the
+   *  runtime refuses it at once (SE-8.2, SE-10.13); a wait that returns reports nothing. */
+  async runAwaitScope(ws, index, mode) {
+    const obj = this.target(ws.target).obj;
+    try {
+      // Not raced against the work's cancellation: a zombie asks too (after_cancellation
+      // waits for zombies), and a wait the runtime does not refuse must show as a hang.
+      if (mode === 'quiescence') await obj.awaitQuiescence();
+      else if (mode === 'completion') await obj.awaitCompletion();
+      else await obj.awaitAfterCancellation(() => {});
+    } catch (error) {
+      let kind;
+      if (error instanceof ZLinkReentrancyError) kind = 'reentrancy';
+      else if (error instanceof ZLinkNotDisposedError) kind = 'not_disposed';
+      else throw error;
+      log(`work ${ws.id} op ${index}: ${error.message}`);
+      this.emit('error', { work: ws.id, owner: ws.owner, op: index, kind });
+    }
+  }
 }
 
 /** `promise`, or a rejection after an hour: the timeout a user wraps around a wait. */
@@ -630,6 +653,9 @@ function checkScript(script) {
     else if (op.op === 'call') nameOf(op, 'call');
     else if (op.op === 'wait_for') nameOf(op, 'work');
     else if (op.op === 'is_current') nameOf(op, 'target');
+    else if (op.op === 'await_scope') {
+      if (!['quiescence', 'completion', 'after_cancellation'].includes(op.mode)) throw bad('await_scope needs a mode');
+    }
     else if (op.op === 'busy') checkMs(op.ms);
     else if (op.op === 'raise') {
       if (typeof op.message !== 'string') throw bad('raise needs a message');

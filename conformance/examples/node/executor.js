@@ -36,7 +36,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 
 // Deliberate bugs, named in ZLINK_NODE_BUG (comma-separated), each breaking one rule; the
 // conformance kit's tests switch them on to show that the suite catches them.
-const KNOWN_BUGS = ['drain_on_submitter_stack'];
+const KNOWN_BUGS = ['drain_on_submitter_stack', 'scope_wait_hangs'];
 const BUGS = new Set((process.env.ZLINK_NODE_BUG ?? '').split(',').filter(Boolean));
 for (const name of BUGS) {
   if (!KNOWN_BUGS.includes(name)) throw new Error(`ZLINK_NODE_BUG: unknown bug ${name}; known: ${KNOWN_BUGS}`);
@@ -560,6 +560,23 @@ class Scope {
     else this.dispose();
   }
 
+  /** SE-8.2 (SE-10.13) for a wait on the whole scope: a wait from a live work that the
+   *  wait waits for (the work itself, or one needing a turn or claim it holds) can never
+   *  end, so it throws at the call instead; a wait from outside any work costs nothing. */
+  checkOwnWait(wait, zombiesToo) {
+    if (BUGS.has('scope_wait_hangs')) return; // the deliberate bug: the wait waits for itself
+    const waiter = currentWork.getStore();
+    if (waiter === undefined || waiter.done) return;
+    for (const rec of this.counted()) {
+      if (!zombiesToo && rec._zombie) continue;
+      if (rec === waiter || rec._turn === waiter || waiter._turn === rec || rec._sharesGateWith(waiter)) {
+        throw new ZLinkReentrancyError(`work ${waiter.label || '(unlabelled)'} on ${waiter.owner} waits in `
+          + `${wait} of ${this.name}, which waits for ${rec === waiter ? 'itself' : `work ${rec.label || '(unlabelled)'}`} `
+          + '(SE-8.2: an immediate exception, not a deadlock)');
+      }
+    }
+  }
+
   /** Resolves once no queue of the scope has live work (`zombiesToo`) or active work. */
   whenQuiet(zombiesToo = true) {
     return new Promise((resolve) => {
@@ -579,6 +596,7 @@ class Scope {
     if (this.queues.every((q) => q._mode === OPEN)) {
       throw new ZLinkNotDisposedError(`${this.name}: awaitAfterCancellation needs the scope disposed first (SD-3, D-19)`);
     }
+    this.checkOwnWait('awaitAfterCancellation', true);
     await this.whenQuiet(true);
     const failures = this.queues.flatMap((q) => q._zombieFailures.splice(0));
     failures.sort((a, b) => a[0] - b[0]);
@@ -646,8 +664,19 @@ export class ZLinkScope {
   /** Whether destruction makes zombies (the default) rather than cancelling. */
   get disposeSafelyOnExit() { return this.#scope.safelyOnExit; }
 
-  /** Resolves once no active work is left; zombies do not count (SD-3). */
-  awaitCompletion() { return this.#scope.whenQuiet(false); }
+  /** Resolves once no active work is left; zombies do not count (SD-3). From a live
+   *  work of this scope it throws ZLinkReentrancyError at once (SE-8.2). */
+  awaitCompletion() {
+    this.#scope.checkOwnWait('awaitCompletion', false);
+    return this.#scope.whenQuiet(false);
+  }
+
+  /** Resolves once every work accepted by any queue of the scope ended, zombies
+   *  included. From a live work of this scope it throws ZLinkReentrancyError (SE-8.2). */
+  awaitQuiescence() {
+    this.#scope.checkOwnWait('awaitQuiescence', true);
+    return this.#scope.whenQuiet(true);
+  }
 
   /** Resolves once every live work ended, zombies included, after handing each
    *  zombie's failure to `errorHandler(error)` in the order they happened; without a
@@ -751,8 +780,12 @@ export class ZLinkSerialExecutionQueue extends ZLinkScope {
     return holder !== undefined && holder === this._current && holder._phase === RUNNING;
   }
 
-  /** Resolves once every accepted work has ended, zombies included. */
-  awaitQuiescence() { return this.#scope.whenQuiet(true); }
+  /** Resolves once every accepted work has ended, zombies included. From a live work
+   *  of this queue it throws ZLinkReentrancyError at once (SE-8.2). */
+  awaitQuiescence() {
+    this.#scope.checkOwnWait('awaitQuiescence', true);
+    return this.#scope.whenQuiet(true);
+  }
 
   /** No new submissions; accepted work still runs to its end. Idempotent. */
   close() {

@@ -51,7 +51,8 @@ FEATURE_RULES: Final[Mapping[str, str]] = {
     "session": "D-12", "actor": "SE-2.3", "bare_queue": "SE-6.2",
     "lifecycle_work": "SE-6.1", "payload": "SE-5.3", "policy": "SE-6.1",
     "nested_submission": "SE-6.5", "yield": "SE-6.7", "spot_wide_yield": "SE-4.6",
-    "raise": "D-11", "wait_for_same_coordinator": "SE-8.2", "busy": "SE-6.4",
+    "raise": "D-11", "wait_for_same_coordinator": "SE-8.2",
+    "await_own_scope": "SE-8.2", "busy": "SE-6.4",
     "concurrent_submission": "SE-6.3", "cmd_close": "SE-6.2", "cmd_dispose": "SD-1",
     "cmd_dispose_safely": "SD-2", "cmd_dispose_after_timeout": "SD-1",
     "cmd_destroy": "SD-4", "saw_zombie": "SD-3", "saw_rejection": "SE-5.1",
@@ -174,6 +175,8 @@ def _features(s: Scenario) -> list[str]:
             out.append("raise")
         elif name == "wait_for":
             out.append("wait_for_same_coordinator")
+        elif name == "await_scope":
+            out.append("await_own_scope")
         elif name == "busy":
             out.append("busy")
     spot_wide = {t for t, m in targets.items() if m.get("mode") == "spot_wide"

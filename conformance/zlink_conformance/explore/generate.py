@@ -3,11 +3,11 @@
 Everything a scenario uses comes from the handshake: the target types, Spot kinds and
 modes of its capabilities, the entry points of its ``surface`` (the protocol's entries
 where it lists none for a type), the ops and commands its capabilities allow (``call``
-with ``yield``, ``busy`` and ``advance`` with ``virtual_clock``, disposal with
-``disposal``, ``submit_concurrent`` with ``concurrent_submission``) and the policy
-fields it has not refused. Nothing it did not declare is ever sent, so a runtime with
-four capabilities gets as many judged scenarios as one with twenty, each within its
-reach.
+with ``yield``, ``busy`` and ``advance`` with ``virtual_clock``, ``await_scope`` with
+``scope_wait``, disposal with ``disposal``, ``submit_concurrent`` with
+``concurrent_submission``) and the policy fields it has not refused. Nothing it did not
+declare is ever sent, so a runtime with four capabilities gets as many judged scenarios
+as one with twenty, each within its reach.
 
 A scenario is a ``random.Random(f"{seed}:{index}")`` away from its seed: the same seed
 gives the same scenarios, whatever ran before, and scenario ``n`` of a seed can be made
@@ -24,7 +24,13 @@ from typing import Any
 from zlink_model.vocabulary import DISPOSE, DISPOSE_AFTER_TIMEOUT, DISPOSE_SAFELY
 
 from ..protocol.routing import PAYLOAD_ENTRIES, TargetInfo, route
-from ..protocol.wire import CLOSE_COMMAND, DISPOSE_COMMAND, ENTRIES, POLICY_FIELDS
+from ..protocol.wire import (
+    CLOSE_COMMAND,
+    DISPOSE_COMMAND,
+    ENTRIES,
+    POLICY_FIELDS,
+    SCOPE_WAIT_MODES,
+)
 from .scenario import Scenario
 
 __all__ = ["Declared", "RandomStrategy", "TargetKind"]
@@ -121,6 +127,10 @@ _POLICY_RANGES: Mapping[str, tuple[int, int]] = {
 }
 
 
+SCOPE_WAIT_SHARE = 0.05
+"""The share of top-level works that await their own scope (``await_scope``)."""
+
+
 class RandomStrategy:
     """Draws scenarios of at most ``max_steps`` commands (before the tail that releases
     what they left blocked)."""
@@ -134,16 +144,20 @@ class RandomStrategy:
 
     def scenario(self, index: int) -> Scenario:
         """Scenario ``index`` of this seed."""
-        return _Draw(self.declared, random.Random(f"{self.seed}:{index}"),
-                     self.max_steps).scenario(self.seed, index)
+        return _Draw(self.declared, random.Random(f"{self.seed}:{index}"), self.max_steps,
+                     random.Random(f"{self.seed}:{index}:side")).scenario(self.seed, index)
 
 
 class _Draw:
     """The state of one scenario's drawing: names used, gates and calls pending."""
 
-    def __init__(self, declared: Declared, rng: random.Random, max_steps: int) -> None:
+    def __init__(self, declared: Declared, rng: random.Random, max_steps: int,
+                 aux: random.Random) -> None:
         self.d = declared
         self.rng = rng
+        # A side stream for ops added after the main draw was fixed: drawing them never
+        # moves the main stream, so every earlier scenario of a seed is drawn alike.
+        self.aux = aux
         self.max_steps = max_steps
         self.body: list[dict[str, Any]] = []
         self.targets: list[tuple[str, TargetKind]] = []
@@ -244,6 +258,14 @@ class _Draw:
             else:
                 ops.append({"op": "raise", "message": "boom"})
                 break
+        if depth == 0 and "scope_wait" in caps and self.aux.random() < SCOPE_WAIT_SHARE:
+            # A wait on the work's own target, which counts the waiter: SE-8.2 and
+            # SE-10.13 say it raises at once (not_disposed first for an after-cancellation
+            # wait on a scope never disposed). Drawn from the side stream, so the
+            # scenarios of a seed stay what they were for an adapter without it.
+            last = len(ops) - (1 if ops and ops[-1]["op"] == "raise" else 0)
+            ops.insert(self.aux.randint(0, last),
+                       {"op": "await_scope", "mode": self.aux.choice(SCOPE_WAIT_MODES)})
         return ops
 
     # --------------------------------------------------------------- commands

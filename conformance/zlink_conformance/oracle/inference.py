@@ -40,6 +40,12 @@ would be an error of the adapter. But two hangs are the runtime's, and the log s
   SE-8.2, whatever any command the runner was waiting for (the detection declared or
   not: without it the runtime is expected to hang, and that is the failure).
 
+- **A work that awaits its own scope.** A work that started and has not ended reached an
+  ``await_scope`` op (every op before it could not hold it: its gates were opened, its
+  calls settled, its waits returned) and reported no error there: the wait on its own
+  target's quiescence, completion or after-cancellation waits for the waiter itself.
+  SE-8.2 (SE-10.13) demands an immediate error, so a hang there fails SE-8.2.
+
 Anything else a hang shows is left as the adapter's error: the log cannot tell a hung
 runtime from a hung adapter.
 """
@@ -92,7 +98,7 @@ def hang_evidence(log: CaseLog, works: Mapping[str, WorkInfo], hung: str,
     if command is None:
         return None
     name = command.get("cmd")
-    self_wait = _self_wait(log, works, hung)
+    self_wait = _self_wait(log, works, hung) or _scope_self_wait(log, hung)
     if self_wait is not None:
         return self_wait
     if name == "submit":
@@ -130,30 +136,8 @@ def _inline_submit(log: CaseLog, work: str, hung: str) -> str | None:
             f"by the submitter; seen as: {hung}")
 
 
-def _scripts(log: CaseLog) -> dict[str, list[Any]]:
-    """Each work's script, from the submit commands the runner sent (nested ones too)."""
-    out: dict[str, list[Any]] = {}
-
-    def visit(submission: Mapping[str, Any]) -> None:
-        script = submission.get("script")
-        if isinstance(submission.get("work"), str) and isinstance(script, list):
-            out[submission["work"]] = script
-            for op in script:
-                if isinstance(op, dict) and op.get("op") == "submit":
-                    visit(op)
-
-    for direction, message in log.entries:
-        if direction == "sent" and message.get("cmd") == "submit":
-            visit(message)
-        elif direction == "sent" and message.get("cmd") == "submit_concurrent":
-            for submission in message.get("submissions", []):
-                if isinstance(submission, dict):
-                    visit(submission)
-    return out
-
-
 def _self_wait(log: CaseLog, works: Mapping[str, WorkInfo], hung: str) -> str | None:
-    for work, script in _scripts(log).items():
+    for work, script in log.scripts().items():
         names = log.names(work)
         if "started" not in names or any(n in TERMINAL for n in names):
             continue
@@ -173,6 +157,42 @@ def _self_wait(log: CaseLog, works: Mapping[str, WorkInfo], hung: str) -> str | 
                     f"start while {work} holds the turn: a deadlock; a wait for the same "
                     f"coordinator's work must raise at once (error kind reentrancy); seen "
                     f"as: {hung}")
+    return None
+
+
+def _scope_self_wait(log: CaseLog, hung: str) -> str | None:
+    opened = {str(m.get("gate")) for d, m in log.entries
+              if d == "sent" and m.get("cmd") == "open"}
+    settled = {str(m.get("call")) for d, m in log.entries
+               if d == "sent" and m.get("cmd") in ("complete", "fail")}
+    for work, script in log.scripts().items():
+        events = log.of(work)
+        names = [e.name for _, e in events]
+        if "started" not in names or any(n in TERMINAL for n in names):
+            continue
+        ended_ops = {e.fields.get("op") for _, e in events if e.name == "error"}
+        waits = sum(1 for n in names if n == "waited")
+        for index, op in enumerate(script):
+            if not isinstance(op, dict):
+                break
+            kind = op.get("op")
+            if kind == "await_scope":
+                if index in ended_ops:
+                    continue
+                start = log.first("started", work)
+                return (f"[SE-8.2] {work} (started@{start}, not ended) awaits its own "
+                        f"target's {op.get('mode')} (op {index}), which waits for {work} "
+                        f"itself: a deadlock; a wait on one's own coordinator or scope must "
+                        f"raise at once (error kind reentrancy, SE-10.13); seen as: {hung}")
+            # An op before it that may still hold the work: then the hang is not this.
+            if kind == "gate" and str(op.get("gate")) not in opened:
+                break
+            if kind == "call" and str(op.get("call")) not in settled:
+                break
+            if kind == "wait_for":
+                if waits == 0 and index not in ended_ops:
+                    break
+                waits -= 1 if index not in ended_ops else 0
     return None
 
 

@@ -193,14 +193,31 @@ def unended_works(log: CaseLog) -> list[str]:
     after their last settle every accepted work must have ended (finished, failed,
     cancelled), a zombie included: a work still in progress waits for something only
     the runtime can give, which it never will (a wait on the waiter's own turn that was
-    not refused, a lost wakeup the settle could not see)."""
+    not refused, a lost wakeup the settle could not see). A started work whose
+    ``await_scope`` op reported no error is that first case, and its line, on SE-8.2,
+    leads."""
     out: list[str] = []
+    self_waits: list[str] = []  # the cause leads: the works queued behind it come after
+    scripts = log.scripts()
     for work in sorted({ev.work for _, ev in log.events if ev.work is not None}):
         names = log.names(work)
         if "accepted" in names and not any(n in TERMINAL for n in names):
+            refused = {e.fields.get("op") for _, e in log.of(work) if e.name == "error"}
+            waits = [(i, op.get("mode")) for i, op in enumerate(scripts.get(work, []))
+                     if isinstance(op, dict) and op.get("op") == "await_scope"
+                     and i not in refused]
+            if "started" in names and waits:
+                # The wait on its own scope counts the waiter: not refused, it never ends.
+                i, mode = waits[0]
+                self_waits.append(
+                    f"[SE-8.2] {work}: {log.describe(work)}, never ended, and its await_scope "
+                    f"op {i} (its own target's {mode}) reported no error: a wait on one's "
+                    f"own coordinator or scope waits for the waiter itself and must raise "
+                    f"at once (error kind reentrancy, SE-10.13), never deadlock")
+                continue
             out.append(f"[EveryAcceptedWorkEndsOnce D-11] {work}: {log.describe(work)}, "
                        f"and never ended, although every gate was opened and every call "
                        f"settled: an accepted work must end")
         if len(out) >= MAX_REPORTED:
             break
-    return out
+    return (self_waits + out)[:MAX_REPORTED]

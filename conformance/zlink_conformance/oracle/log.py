@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from zlink_model.vocabulary import OUTCOMES
@@ -125,6 +125,28 @@ class CaseLog:
     def named(self, name: str) -> Iterator[tuple[int, Event]]:
         """Every event of one name, in order."""
         return ((pos, e) for pos, e in self.events if e.name == name)
+
+    def scripts(self) -> dict[str, list[Any]]:
+        """Each work's script, from the submit commands the runner sent (nested ones
+        and those of ``submit_concurrent`` too)."""
+        out: dict[str, list[Any]] = {}
+
+        def visit(submission: Mapping[str, Any]) -> None:
+            script = submission.get("script")
+            if isinstance(submission.get("work"), str) and isinstance(script, list):
+                out[submission["work"]] = script
+                for op in script:
+                    if isinstance(op, dict) and op.get("op") == "submit":
+                        visit(op)
+
+        for direction, message in self.entries:
+            if direction == "sent" and message.get("cmd") == "submit":
+                visit(message)
+            elif direction == "sent" and message.get("cmd") == "submit_concurrent":
+                for submission in message.get("submissions", []):
+                    if isinstance(submission, dict):
+                        visit(submission)
+        return out
 
     def describe(self, work: str, before: int | None = None) -> str:
         """A work's events for a failure message: ``accepted@3 started@7`` (only those

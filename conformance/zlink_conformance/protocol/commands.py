@@ -19,6 +19,7 @@ from .wire import (
     ID_PATTERN,
     OPS,
     POLICY_FIELDS,
+    SCOPE_WAIT_MODES,
     SPOT_KINDS,
     SPOT_MODES,
     TARGET_TYPES,
@@ -86,6 +87,7 @@ OP_FIELDS: Final[Mapping[str, Mapping[str, str]]] = {
     "snapshot": {},
     "raise": {"message": "!string"},
     "is_current": {"target": "!id"},
+    "await_scope": {"mode": "!enum:" + "|".join(SCOPE_WAIT_MODES)},
 }
 assert tuple(OP_FIELDS) == OPS
 

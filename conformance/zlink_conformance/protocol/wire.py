@@ -55,6 +55,7 @@ __all__ = [
     "PROTOCOL_VERSION",
     "REJECT_REASONS",
     "REPLY_ERROR_KINDS",
+    "SCOPE_WAIT_MODES",
     "SPOT_KINDS",
     "SPOT_MODES",
     "TARGET_TYPES",
@@ -146,6 +147,11 @@ CAPABILITIES: Final[Mapping[str, str]] = {
         "the runtime refuses a synchronous wait that could never end (`wait_for` reports "
         "`error` `reentrancy`, SE-8.2); implies `synchronous_wait`"
     ),
+    "scope_wait": (
+        "the `await_scope` op: a work awaits its own target's `await_quiescence`, "
+        "`await_completion` or `await_after_cancellation` (SE-8.2, SE-10.13: refused with "
+        "`error` `reentrancy` at once; a runtime without the check blocks there, and fails)"
+    ),
     "disposal": "dispose, dispose_safely, dispose_after_timeout, destroy, as_not_safely, await",
     "await_after_dispose_safely": (
         "`await` mode `after_cancellation` after `dispose_safely` alone waits for the "
@@ -202,7 +208,11 @@ COMMANDS: Final = (
     "as_not_safely",
     "await", "runtime_end", "statistics", "zombies", "shutdown",
 )
-OPS: Final = ("gate", "call", "busy", "submit", "wait_for", "snapshot", "raise", "is_current")
+OPS: Final = ("gate", "call", "busy", "submit", "wait_for", "snapshot", "raise", "is_current",
+               "await_scope")
+# The scope waits the ``await_scope`` op names: the ``await`` command's modes, awaited from
+# inside a work of the same target.
+SCOPE_WAIT_MODES: Final = ("quiescence", "completion", "after_cancellation")
 # The three disposal calls (the core transitions of the same names) and the Actor's
 # destroy, which disposes its scope.
 DISPOSE_MODES: Final = (*DISPOSALS, "destroy")

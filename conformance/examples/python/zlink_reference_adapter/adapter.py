@@ -150,10 +150,12 @@ def canonical(queue_name: str) -> str:
 class WorkState:
     """What the adapter knows about one work the runner named."""
 
-    __slots__ = ("admit_owner", "ended", "handle", "id", "run_owner", "started", "suspended_on")
+    __slots__ = ("admit_owner", "ended", "handle", "id", "run_owner", "started", "suspended_on",
+                 "target")
 
     def __init__(self, work_id: str, admit_owner: str) -> None:
         self.id = work_id
+        self.target = admit_owner  # the target the work was submitted to
         self.admit_owner = admit_owner
         self.run_owner = admit_owner
         self.handle: ZLinkWorkHandle[Any] | None = None
@@ -817,7 +819,7 @@ class ReferenceAdapter:
                    ) -> Callable[[], Any]:
         """The callable submitted for a script: synchronous when no op waits (a
         synchronous turn), else a coroutine function."""
-        waits = any(isinstance(op, dict) and op.get("op") in ("gate", "call", "wait_for")
+        waits = any(isinstance(op, dict) and op.get("op") in WAITING_OPS
                     for op in script)
         if not waits and latch is None:
             def run_sync() -> None:
@@ -838,7 +840,7 @@ class ReferenceAdapter:
             self._begin(ws, inline)
             try:
                 for index, op in enumerate(script):
-                    if op.get("op") in ("gate", "call", "wait_for"):
+                    if op.get("op") in WAITING_OPS:
                         await self._async_op(ws, index, op)
                     else:
                         self._sync_op(ws, index, op)
@@ -923,6 +925,8 @@ class ReferenceAdapter:
                         task.uncancel()  # this work defers cancellation until the gate opens
         elif kind == "call":
             await self._call(ws, index, op["call"])
+        elif kind == "await_scope":
+            await self._await_scope(ws, index, str(op["mode"]))
         else:
             await self._wait_for(ws, index, op["work"], bool(op.get("wrapped")))
 
@@ -966,6 +970,26 @@ class ReferenceAdapter:
         except Exception:
             outcome = "failed"
         self.emit("waited", work=ws.id, owner=ws.run_owner, target=name, outcome=outcome)
+
+    async def _await_scope(self, ws: WorkState, index: int, mode: str) -> None:
+        """The ``await_scope`` op: wait, from inside the work, on its own target's
+        quiescence, completion or after-cancellation. Each waits for the waiter itself,
+        so the runtime must refuse it at once (SE-8.2, SE-10.13); a wait that returns
+        reports nothing, and the case's checks see the missing error."""
+        obj = self.target(ws.target).obj
+        try:
+            if mode == "quiescence":
+                await obj.await_quiescence()
+            elif mode == "completion":
+                await obj.await_completion()
+            elif mode == "after_cancellation":
+                await obj.await_after_cancellation(lambda exc, scope: None)
+            else:
+                raise ScriptError(f"unknown await_scope mode {mode!r}")
+        except ZLinkReentrancyError:
+            self.emit("error", work=ws.id, owner=ws.run_owner, op=index, kind="reentrancy")
+        except ZLinkNotDisposedError:
+            self.emit("error", work=ws.id, owner=ws.run_owner, op=index, kind="not_disposed")
 
     # ------------------------------------------------------------------ hooks
     def _observe(self, queue: str, event: str, fields: dict[str, object]) -> None:
@@ -1027,6 +1051,8 @@ _SUBMITTING = threading.local()
 
 # The timeout of a wrapped wait: far beyond any case, so only the wrapper matters.
 WRAPPED_WAIT_S = 3600.0
+# The ops that wait, so a script holding one runs as a coroutine function.
+WAITING_OPS = ("gate", "call", "wait_for", "await_scope")
 
 
 async def _awaited(handle: ZLinkWorkHandle[Any]) -> Any:

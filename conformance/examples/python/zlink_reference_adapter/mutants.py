@@ -445,6 +445,18 @@ def _reentrancy_check_off() -> None:
     context.check_reentrancy = never
 
 
+@mutant("scope_wait_check_off", "SE-8.2", "NoSelfWait",
+        "a work awaiting its own coordinator's quiescence, completion or after-cancellation "
+        "is not refused: the wait waits for the waiter itself")
+def _scope_wait_check_off() -> None:
+    from zlink_reference._shell import context
+
+    def never(counted: Any, *, wait: str, scope: str) -> None:
+        return None
+
+    context.check_scope_wait = never
+
+
 @mutant("queue_exposed", "SE-3.1", "NoQueueChoice",
         "the Spot coordinator exposes its Spot queue as a public attribute")
 def _queue_exposed() -> None:

@@ -101,7 +101,7 @@ public final class Adapter {
     List<String> capabilities() {
         List<String> caps = new ArrayList<>(List.of(
             "actor", "await_after_dispose_safely", "concurrent_submission", "disposal", "member_listing", "queue",
-            "queue_observation", "reentrancy_detection", "runtime_end", "session", "snapshots",
+            "queue_observation", "reentrancy_detection", "runtime_end", "scope_wait", "session", "snapshots",
             "spot.entry", "spot.instance", "spot.user.per_actor", "spot.user.spot_wide",
             "statistics", "submitter_stack", "synchronous_wait", "virtual_clock", "yield",
             "zombie_listing", "zombie_warning"));

@@ -253,9 +253,11 @@ final class Case implements ZLinkObserver {
         volatile boolean yielded; // it gave its turn back and has not resumed yet
         volatile String ticketQueue; // the queue that admitted it, from the admit hook
         volatile long ticket; // its place in that queue's admission order
+        final String target; // the target it was submitted to
 
         WorkState(String id, String owner) {
             this.id = id;
+            this.target = owner;
             this.admitOwner = owner;
             this.runOwner = owner;
         }
@@ -441,6 +443,8 @@ final class Case implements ZLinkObserver {
                     return call(i, (String) op.get("call"));
                 case "wait_for":
                     return waitFor(i, (String) op.get("work"));
+                case "await_scope":
+                    return awaitScope(i, (String) op.get("mode"));
                 case "busy":
                     c.clock.busy((Long) op.get("ms"));
                     return true;
@@ -524,6 +528,32 @@ final class Case implements ZLinkObserver {
             } else {
                 step(i + 1);
             }
+        }
+
+        /** The await_scope op: await the work's own target's quiescence, completion or
+         *  after-cancellation from inside the work. Each waits for the waiter itself, so the
+         *  runtime refuses it at once (SE-8.2, SE-10.13); a wait that returns reports
+         *  nothing. Not raced against the work's cancellation: a zombie asks too, and a
+         *  wait the runtime does not refuse must show as a hang. False if the work waits. */
+        private boolean awaitScope(int i, String mode) {
+            ZLinkScope scope = (ZLinkScope) c.target(ws.target).obj;
+            CompletableFuture<?> ends;
+            try {
+                if ("quiescence".equals(mode)) ends = scope.awaitQuiescence();
+                else if ("completion".equals(mode)) ends = scope.awaitCompletion();
+                else ends = scope.awaitAfterCancellation();
+            } catch (ZLinkReentrancyException e) {
+                Adapter.log("work " + ws.id + " op " + i + ": " + e.getMessage());
+                c.emit("error", "work", ws.id, "owner", ws.runOwner, "op", (long) i, "kind", "reentrancy");
+                return true;
+            }
+            if (ends.isCompletedExceptionally()) {
+                c.emit("error", "work", ws.id, "owner", ws.runOwner, "op", (long) i, "kind", "not_disposed");
+                return true;
+            }
+            if (ends.isDone()) return true;
+            ends.whenComplete((v, e) -> turn.continueWith(() -> step(i + 1)));
+            return false;
         }
 
         /** The wait_for op: wait, holding the turn, for another work (SE-8.2). */

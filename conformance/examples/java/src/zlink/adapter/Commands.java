@@ -109,6 +109,11 @@ final class Commands {
             else if ("call".equals(kind)) name(op, "call");
             else if ("wait_for".equals(kind)) name(op, "work");
             else if ("is_current".equals(kind)) name(op, "target");
+            else if ("await_scope".equals(kind)) {
+                if (!List.of("quiescence", "completion", "after_cancellation").contains(op.get("mode"))) {
+                    throw Adapter.bad("await_scope needs a mode: quiescence, completion or after_cancellation");
+                }
+            }
             else if ("busy".equals(kind)) ms(op.get("ms"));
             else if ("raise".equals(kind)) {
                 if (!(op.get("message") instanceof String)) throw Adapter.bad("raise needs a message");

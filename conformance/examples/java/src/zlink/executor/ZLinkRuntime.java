@@ -37,7 +37,7 @@ public final class ZLinkRuntime {
     /** Every name {@link #BUGS} understands. */
     public static final List<String> KNOWN_BUGS = List.of(
         "admission_not_atomic", "lifecycle_ignores_burst_limit", "count_after_wake",
-        "drain_on_submitter_stack", "no_reentrancy_detection");
+        "drain_on_submitter_stack", "no_reentrancy_detection", "scope_wait_hangs");
 
     private static final ThreadLocal<ZLinkRuntime> CURRENT = new ThreadLocal<>();
 

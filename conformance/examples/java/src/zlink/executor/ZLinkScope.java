@@ -17,6 +17,7 @@ import java.util.concurrent.CompletableFuture;
  * disposeAfterTimeout(ms)    close; after ms on the clock, cancel what is left
  * awaitCompletion()          completes once no active work is left (zombies don't count)
  * awaitAfterCancellation()   completes once nothing is live, with the zombies' failures
+ * awaitQuiescence()          completes once every accepted work ended, zombies included
  * destroy()                  disposeSafely() or dispose(), by the flag (SD-4)
  * </pre>
  *
@@ -144,9 +145,37 @@ public abstract class ZLinkScope {
     }
 
     // ------------------------------------------------------------------- waiting
-    /** Completes once no active work is left in the scope; zombies do not count (SD-3). */
+    /**
+     * SE-8.2 (SE-10.13) for a wait on the whole scope: the wait ends only once the works it
+     * counts ended; a live work of this scope that waits is among them (a zombie too, for
+     * the waits that count zombies), so its wait could never end and throws at once.
+     */
+    private void checkOwnWait(String wait, boolean zombiesToo) {
+        if (ZLinkRuntime.bug("scope_wait_hangs")) return; // the deliberate bug: it waits for itself
+        ZLinkWorkHandle running = ZLinkSerialExecutionQueue.runningNow();
+        if (running == null) return;
+        // A SpotWide execution turn runs its Actor record's work: the record is counted.
+        ZLinkWorkHandle waiter = running.origin != null ? running.origin : running;
+        if (waiter.isDone() || !scopeQueues().contains(waiter.queue)) return;
+        if (!zombiesToo && waiter.queue.isZombie(waiter)) return;
+        throw new ZLinkReentrancyException("work " + waiter.label() + " on " + waiter.queueName()
+            + " waits in " + wait + " of " + name() + ", which waits for itself"
+            + " (SE-8.2: an immediate exception, not a deadlock)");
+    }
+
+    /** Completes once no active work is left in the scope; zombies do not count (SD-3).
+     *  @throws ZLinkReentrancyException at once from an active work of this scope (SE-8.2) */
     public CompletableFuture<Void> awaitCompletion() {
+        checkOwnWait("awaitCompletion", false);
         return rt.when(() -> activeCount() == 0);
+    }
+
+    /** Completes once every accepted work of the scope has ended (queued, running,
+     *  suspended and zombie ones included).
+     *  @throws ZLinkReentrancyException at once from a live work of this scope (SE-8.2) */
+    public CompletableFuture<Void> awaitQuiescence() {
+        checkOwnWait("awaitQuiescence", true);
+        return rt.when(() -> liveCount() == 0);
     }
 
     /**
@@ -160,6 +189,7 @@ public abstract class ZLinkScope {
             return CompletableFuture.failedFuture(new ZLinkNotDisposedException(
                 name() + ": awaitAfterCancellation needs the scope disposed first (SD-3)"));
         }
+        checkOwnWait("awaitAfterCancellation", true);
         return rt.when(() -> liveCount() == 0).thenApply(v -> {
             List<Object[]> all = new ArrayList<>();
             for (ZLinkSerialExecutionQueue q : scopeQueues()) all.addAll(q.takeZombieFailures());

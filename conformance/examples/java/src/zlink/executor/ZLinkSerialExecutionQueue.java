@@ -147,10 +147,9 @@ public final class ZLinkSerialExecutionQueue extends ZLinkScope {
         }
     }
 
-    /** Completes once every accepted work has ended (queued, running and suspended ones
-     *  included). */
-    public CompletableFuture<Void> awaitQuiescence() {
-        return rt.when(() -> liveCount() == 0);
+    /** The work whose code runs on this thread now (null outside any work). */
+    static ZLinkWorkHandle runningNow() {
+        return RUNNING_NOW.get();
     }
 
     /** No new submissions; accepted work still runs to its end (SE-6.2). Idempotent. */
