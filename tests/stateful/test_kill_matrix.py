@@ -77,6 +77,10 @@ UNIT_TESTS: dict[str, tuple[str, str]] = {
     "lifecycle_waits_for_application": (
         "tests/stateful/test_invariants.py",
         "test_SE_6_6_the_trace_checker_derives_the_line_each_take_serves"),
+    # a bound after dispose_safely that spares the zombies (D-27)
+    "bound_spares_zombies": (
+        "tests/coordinators/test_disposal.py",
+        "test_SD_1_dispose_after_timeout_after_dispose_safely_cancels_the_zombies"),
     # a view that leaves the barrier-next line out: only barrier-next work shows it
     "statistics_skip_barrier_line": (
         "tests/coordinators/test_statistics_threads.py",
@@ -130,6 +134,7 @@ OWNERS: dict[str, tuple[str, ...]] = {
     # calls and the clock; the copying machine, which followed the trace, let these by
     "timeout_fires_late": ("disposal",),
     "timeout_expires_one_queue": ("disposal",),
+    "bound_spares_zombies": ("disposal",),
     "dispose_safely_cancels_queued": ("disposal",),
     # statistics() held to the trace, not believed
     "statistics_skip_barrier_line": ("runtime",),

@@ -557,6 +557,23 @@ def _timeout_expires_one_queue() -> None:
     ScopeMixin._expire = patched  # type: ignore[method-assign]
 
 
+@mutant("bound_spares_zombies", "D-27", "ExpireTimeout",
+        "the timer of dispose_after_timeout, set after dispose_safely, cancels only what "
+        "the timeout mode holds: the zombies it was set to bound run on")
+def _bound_spares_zombies() -> None:
+    from zlink_reference._shell.scope import ScopeMixin
+
+    def patched(self: Any) -> None:
+        self._scope_state().timer = None
+        self._scope_cancelling()
+        for q in self._scope_queues():
+            if q._core.mode == core_queue.MODE_TIMEOUT:
+                q._scope_cancel(expire=True)
+            # bug: a queue disposed safely is skipped, its zombies unbounded (D-27)
+
+    ScopeMixin._expire = patched  # type: ignore[method-assign]
+
+
 @mutant("dispose_safely_cancels_queued", "SD-1", "CancellationOnOwnTurn",
         "dispose_safely cancels the works that never started and keeps only the started "
         "ones as zombies (on every scope but a SpotWide Spot)")
