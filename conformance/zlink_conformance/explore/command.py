@@ -7,6 +7,7 @@ import json
 import math
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,24 +36,23 @@ def parse_budget(text: str) -> float:
     return value
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, not {text!r}")
-    return value
+def _integer_at_least(low: int, kind: str) -> Callable[[str], int]:
+    """An argparse type for an integer >= ``low``, named ``kind`` in its error."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = low - 1
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be a {kind} integer, not {text!r}")
+        return value
+
+    return parse
 
 
-def _count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be a non-negative integer, not {text!r}")
-    return value
+_positive = _integer_at_least(1, "positive")
+_count = _integer_at_least(0, "non-negative")
 
 
 def add_parser(sub: Any, default: str, prog: str) -> argparse.ArgumentParser:

@@ -352,6 +352,14 @@ class _World:
     def target_cores(self, target: str) -> list[QueueCore[_Rec]]:
         return [c for name, c in self.cores.items() if self.owner_of[name] == target]
 
+    def cancel_finals(self, shared: _Shared, admitted_by: str) -> None:
+        """The final works admitted by this queue and not placed yet end cancelled, as
+        a disposal's cancellation ends them (D-22)."""
+        for work in list(self.finals):
+            if shared.works[work].route.admit == admitted_by:
+                self.to_cancel.add(("final", work))
+                del self.finals[work]
+
 
 # ------------------------------------------------------------------ core helpers
 def _line_of(core: QueueCore[_Rec], rec: _Rec) -> Source | None:
@@ -570,11 +578,7 @@ class _Replay:
             core = world.cores[what]
             ended, _live = core.expire_timeout()
             world.to_cancel |= {(core.name, r.name) for r in ended}
-            # as dispose: a final work not placed yet ends cancelled (D-22)
-            for work in list(world.finals):
-                if sh.works[work].route.admit == core.name:
-                    world.to_cancel.add(("final", work))
-                    del world.finals[work]
+            world.cancel_finals(sh, core.name)  # as dispose (D-22)
         elif kind == "expire_bound":
             # D-27: the bound set after dispose_safely expired: the zombies left are
             # cancelled as dispose cancels them.
@@ -582,10 +586,7 @@ class _Replay:
             world.bounded.discard(what)
             ended, _live = core.dispose()
             world.to_cancel |= {(core.name, r.name) for r in ended}
-            for work in list(world.finals):
-                if sh.works[work].route.admit == core.name:
-                    world.to_cancel.add(("final", work))
-                    del world.finals[work]
+            world.cancel_finals(sh, core.name)  # as dispose (D-22)
         elif kind == "final":
             rec = world.finals.pop(what)
             info = sh.works[what]
