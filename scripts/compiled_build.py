@@ -104,8 +104,6 @@ EDITS: list[tuple[str, str, str, int]] = [
     ("zlink_reference/_shell/queue.py", "QueueCore[Any]", "QueueCore", 1),
     ("zlink_reference/_shell/queue.py", "QueueCore[ZLinkWorkHandle[Any]]", "QueueCore", 1),
     ("zlink_reference/_shell/drain.py", "QueueCore[ZLinkWorkHandle[Any]]", "QueueCore", 0),
-    ("zlink_reference/_shell/drive.py",
-     "held = gate._core.current", "held: Any = gate._core.current", 1),
     ("zlink_reference/_shell/queue.py",
      "        taken = []\n", "        taken: list[Any] = []\n", 1),
     ("zlink_reference/_shell/queue.py",

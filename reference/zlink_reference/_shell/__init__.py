@@ -21,7 +21,7 @@ from zlink_model.queue import CANCELLED, MODE_CANCELLED, QueueCore, WorkRecord
 from . import checks
 from .checks import ownership_checks, require_loop, set_ownership_checks
 from .clock import MonotonicClock, ZLinkClock
-from .handle import ErrorHook, TurnHold, Work, ZLinkWorkHandle, current_work
+from .handle import ErrorHook, QueuePlace, TurnHold, Work, ZLinkWorkHandle, current_work
 from .loop import Cancelled, EventLoop, QueueRuntime, running_loop
 from .queue import QueueStatistics, ZLinkSerialExecutionQueue, yield_framework_call
 from .scope import (
@@ -37,6 +37,7 @@ __all__ = [
     "ErrorHook",
     "EventLoop",
     "MonotonicClock",
+    "QueuePlace",
     "QueueRuntime",
     "QueueStatistics",
     "ScopeMixin",
@@ -56,6 +57,7 @@ __all__ = [
     "ownership_checks",
     "place_record",
     "queue_core",
+    "queue_place",
     "queue_records",
     "require_loop",
     "running_loop",
@@ -80,16 +82,24 @@ def queue_records(queue: ZLinkSerialExecutionQueue) -> QueueCore[Any]:
     return queue._records()
 
 
+def queue_place(queue: ZLinkSerialExecutionQueue) -> QueuePlace:
+    """What names ``queue``'s turn in a work's gates (SE-8.2): its ``QueuePlace``, the
+    one thing of the queue a handle holds besides the runtime."""
+    return queue._core
+
+
 def transfer(queue: ZLinkSerialExecutionQueue, work: Work,
              gates: tuple[object, ...]) -> ZLinkWorkHandle[Any]:
     """Place an execution turn of already-accepted work on ``queue`` (SpotWide,
-    SE-4.5): never refused, it needs the turns and claims ``gates``."""
+    SE-4.5): never refused, it needs the turns and claims ``gates`` (queue places,
+    ``queue_place``)."""
     return queue._transfer(work, gates)
 
 
 def widen(handle: ZLinkWorkHandle[Any], gates: tuple[object, ...]) -> None:
-    """``handle`` (a SpotWide Actor work) needs every turn in ``gates`` (SE-8.2), and
-    its failure is reported once, by the Spot queue that ran it."""
+    """``handle`` (a SpotWide Actor work) needs every turn in ``gates`` (queue places,
+    ``queue_place``; SE-8.2), and its failure is reported once, by the Spot queue that
+    ran it."""
     handle._gates = gates
     handle._quiet()
 
@@ -115,7 +125,7 @@ def accept_held(queue: ZLinkSerialExecutionQueue, work: Work) -> ZLinkWorkHandle
     """A handle for a work accepted now and placed in ``queue`` later (a session's final
     work, D-12): live from now, not in any line yet (no sequence number, queued, not a
     zombie) until ``place_record`` places it."""
-    handle: ZLinkWorkHandle[Any] = ZLinkWorkHandle(queue, work)
+    handle: ZLinkWorkHandle[Any] = ZLinkWorkHandle(queue._rt, queue._core, work)
     WorkRecord.__init__(handle)
     return handle
 

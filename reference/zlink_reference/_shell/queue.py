@@ -190,7 +190,7 @@ class ZLinkSerialExecutionQueue(DrivenQueue, ScopeMixin):
         rt = self._rt
         if (get_ident() != rt.thread_id and rt.foreign()) or not callable(work):
             return self._submit(work, APPLICATION_LANE, 0, False)
-        rec: ZLinkWorkHandle[Any] = ZLinkWorkHandle(self, work)
+        rec: ZLinkWorkHandle[Any] = ZLinkWorkHandle(self._rt, self._core, work)
         if self._core.admit(rec):
             rt.loop.call_soon(self._drain)
         return rec
@@ -236,7 +236,7 @@ class ZLinkSerialExecutionQueue(DrivenQueue, ScopeMixin):
             return rt.call_on_loop(lambda: self._submit(work, lane, payload, barrier))
         if not callable(work):
             raise TypeError(f"work must be a zero-argument callable, got {work!r}")
-        rec: ZLinkWorkHandle[Any] = ZLinkWorkHandle(self, work)
+        rec: ZLinkWorkHandle[Any] = ZLinkWorkHandle(self._rt, self._core, work)
         if self._core.admit(rec, lane, payload, barrier):
             rt.loop.call_soon(self._drain)
         return rec
@@ -246,7 +246,7 @@ class ZLinkSerialExecutionQueue(DrivenQueue, ScopeMixin):
         on the loop thread by the coordinator."""
         if _checks.ON:
             require_loop(self._rt, "transfer")
-        rec: ZLinkWorkHandle[Any] = ZLinkWorkHandle(self, work)
+        rec: ZLinkWorkHandle[Any] = ZLinkWorkHandle(self._rt, self._core, work)
         rec._gates = gates
         if self._core.transfer(rec):
             self._rt.loop.call_soon(self._drain)

@@ -141,7 +141,7 @@ def _admission_split() -> None:
             raise ZLinkRejectedError(verdict, core.name)
 
         def insert() -> Any:  # ... inserted later, unjudged
-            rec: Any = ZLinkWorkHandle(self, work)
+            rec: Any = ZLinkWorkHandle(self._rt, self._core, work)
             if core._place(rec, lane, nbytes, barrier, False):
                 self._rt.loop.call_soon(self._drain)
             return rec
@@ -169,7 +169,7 @@ def _drain_on_submitter_stack() -> None:
             return rt.call_on_loop(lambda: patched_submit(self, work, lane, payload, barrier))
         if not callable(work):
             raise TypeError(f"work must be a zero-argument callable, got {work!r}")
-        rec: Any = ZLinkWorkHandle(self, work)
+        rec: Any = ZLinkWorkHandle(self._rt, self._core, work)
         if self._core.admit(rec, lane, payload, barrier):
             self._drain()  # bug: the drain runs on the submitter's stack, not posted
         return rec
@@ -178,7 +178,7 @@ def _drain_on_submitter_stack() -> None:
         return patched_submit(self, work, 0, 0, False)
 
     def patched_transfer(self: Any, work: Any, gates: tuple[object, ...]) -> Any:
-        rec: Any = ZLinkWorkHandle(self, work)
+        rec: Any = ZLinkWorkHandle(self._rt, self._core, work)
         rec._gates = gates
         if self._core.transfer(rec):
             self._drain()  # the same bug on the SpotWide Actor path's second stage
