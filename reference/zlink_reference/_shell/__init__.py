@@ -8,7 +8,8 @@ below are the few internal steps those packages need, each named for what it doe
 rather than for the member it reaches.
 
 The rooms, lowest first (each imports only rooms before it): ``clock``, ``loop``,
-``checks``, ``context``, ``handle``, ``scope``, ``drain``, ``drive``, ``queue``.
+``checks``, ``context``, ``handle``, ``scope``, ``surface``, ``drain``, ``drive``,
+``queue``.
 """
 
 from __future__ import annotations
@@ -24,13 +25,8 @@ from .clock import MonotonicClock, ZLinkClock
 from .handle import ErrorHook, QueuePlace, TurnHold, Work, ZLinkWorkHandle, current_work
 from .loop import Cancelled, EventLoop, QueueRuntime, running_loop
 from .queue import QueueStatistics, ZLinkSerialExecutionQueue, yield_framework_call
-from .scope import (
-    ScopeMixin,
-    ScopeQueue,
-    ZLinkNotDisposedError,
-    ZombieInfo,
-    scope_registry,
-)
+from .scope import Scope, ScopeQueue, ZLinkNotDisposedError, ZombieInfo
+from .surface import ScopeSurface, scope_registry
 
 __all__ = [
     "Cancelled",
@@ -40,8 +36,9 @@ __all__ = [
     "QueuePlace",
     "QueueRuntime",
     "QueueStatistics",
-    "ScopeMixin",
+    "Scope",
     "ScopeQueue",
+    "ScopeSurface",
     "TurnHold",
     "Work",
     "ZLinkClock",
@@ -136,7 +133,7 @@ def cancel_unplaced(handle: ZLinkWorkHandle[Any], exc: BaseException) -> None:
     handle._settle(CANCELLED, exc)
 
 
-def dispose_with_survivors(scope: ScopeMixin) -> None:
+def dispose_with_survivors(scope: ScopeSurface) -> None:
     """``dispose`` the scope, then cancel once more the zombies of queues it had
     cancelled before (works that outlived that cancellation, SD-3a): the runtime end
     cancels every zombie (SD-5)."""

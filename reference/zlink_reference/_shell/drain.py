@@ -335,8 +335,10 @@ class DrainingQueue:
         as one (D-21)."""
         core = self._core
         aux = rec._aux
-        if (core.current is rec and aux is not None and aux.quiet
-                and core.mode == MODE_CANCELLED and core.survive_cancel(rec)):
+        held = core.current
+        if held is None or held is not rec or aux is None or not aux.quiet:
+            return
+        if core.mode == MODE_CANCELLED and core.survive_cancel(held):
             self._check_waiters()
 
     def _hand_off(self, rec: ZLinkWorkHandle[Any], outcome: int, value: Any) -> None:

@@ -258,7 +258,7 @@ class _SharedRuntime(QueueRuntime):
     default queue stays as small as a coordinator's (issue 16). Its fields never change
     once made (a write raises ``ZLinkUsageError``): a queue that needs per-owner state
     (a disposal's scope state, ``as_not_safely``) first takes a private copy
-    (``ScopeMixin._own_runtime``), so no queue's scope ever shows through another's."""
+    (``Scope.own_runtime``), so no queue's scope ever shows through another's."""
 
     __slots__ = ("__weakref__",)
     shared = True

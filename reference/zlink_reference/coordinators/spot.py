@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from functools import partial
 from threading import get_ident
 from typing import Any, cast
@@ -337,13 +337,11 @@ class ZLinkSpotSerialExecutor(Coordinator):
             route.queue = None
         self._timer_queues.clear()
 
-    def _counted(self) -> Iterator[tuple[ScopeQueue, WorkRecord]]:
+    def _counts(self, queue: ScopeQueue, rec: WorkRecord) -> bool:
         # A SpotWide Actor work is one work seen twice: its record on the Actor queue
         # and its execution turn on the Spot queue. Count the Actor record.
-        for q, rec in super()._counted():
-            if self._wide and q is self._spot and len(getattr(rec, "_gates", ())) > 1:
-                continue
-            yield q, rec
+        return not (self._wide and queue is self._spot
+                    and len(getattr(rec, "_gates", ())) > 1)
 
     def _running_as(self, queue: ScopeQueue, rec: WorkRecord) -> WorkRecord:
         # A SpotWide Actor record that holds its queue's turn (the claim) runs as the
@@ -352,7 +350,7 @@ class ZLinkSpotSerialExecutor(Coordinator):
         if not self._wide or queue is self._spot or rec.phase != RUNNING:
             return rec
         claim = (queue_place(cast(ZLinkSerialExecutionQueue, queue)),)
-        for q, turn in super()._counted():  # every live record, the turns included
+        for q, turn in self._scope().live():  # every live record, the turns included
             if q is self._spot and getattr(turn, "_gates", ())[1:] == claim:
                 return turn
         return rec
