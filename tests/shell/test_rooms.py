@@ -8,8 +8,10 @@ read its host's members directly."""
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import gc
+from pathlib import Path
 from typing import Any
 
 from zlink_reference import (
@@ -86,11 +88,23 @@ class _Through:
         setattr(self._target, name, value)
 
 
+SCOPE_SOURCE = Path(__file__).resolve().parents[2] / "reference" / "zlink_reference" \
+    / "_shell" / "scope.py"
+
+
 def _view(protocol: type) -> frozenset[str]:
-    """The members a Protocol class names (its fields and methods, no dunders)."""
-    names = set(getattr(protocol, "__annotations__", {}))
-    names |= {n for n in vars(protocol) if not n.startswith("__")}
-    return frozenset(n for n in names if not n.startswith("_abc"))
+    """The members the Protocol class ``protocol`` of scope.py names (its fields and
+    methods), read from the source: a compiled build keeps no annotations to read."""
+    tree = ast.parse(SCOPE_SOURCE.read_text(encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and node.name == protocol.__name__:
+            return frozenset(
+                item.target.id if isinstance(item, ast.AnnAssign)
+                and isinstance(item.target, ast.Name) else getattr(item, "name", "")
+                for item in node.body
+                if isinstance(item, ast.AnnAssign | ast.FunctionDef | ast.AsyncFunctionDef)
+            ) - {""}
+    raise AssertionError(f"{protocol.__name__} is not in {SCOPE_SOURCE}")
 
 
 async def test_SD_1_a_scope_sees_its_holder_and_queues_only_through_their_views() -> None:

@@ -15,7 +15,7 @@ The rooms, lowest first (each imports only rooms before it): ``clock``, ``loop``
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from zlink_model.queue import CANCELLED, MODE_CANCELLED, QueueCore, WorkRecord
 
@@ -137,8 +137,9 @@ def dispose_with_survivors(scope: ScopeSurface) -> None:
     """``dispose`` the scope, then cancel once more the zombies of queues it had
     cancelled before (works that outlived that cancellation, SD-3a): the runtime end
     cancels every zombie (SD-5)."""
+    queues = cast("list[ZLinkSerialExecutionQueue]", list(scope._scope_queues()))
     survivors = [(q, [r for r in q._records().live_records() if r.zombie])
-                 for q in scope._scope_queues() if q._core.mode == MODE_CANCELLED]
+                 for q in queues if q._core.mode == MODE_CANCELLED]
     scope.dispose()
     for q, recs in survivors:
         q._cancel_delivery(recs)

@@ -193,8 +193,9 @@ class ZLinkSerialExecutionQueue(DrivenQueue, ScopeSurface):
         rt = self._rt
         if (get_ident() != rt.thread_id and rt.foreign()) or not callable(work):
             return self._submit(work, APPLICATION_LANE, 0, False)
-        rec: ZLinkWorkHandle[Any] = ZLinkWorkHandle(rt, self._core, work)
-        if self._core.admit(rec):
+        core = self._core
+        rec: ZLinkWorkHandle[Any] = ZLinkWorkHandle(rt, core, work)
+        if core.admit(rec):
             rt.loop.call_soon(self._drain)
         return rec
 
@@ -239,8 +240,9 @@ class ZLinkSerialExecutionQueue(DrivenQueue, ScopeSurface):
             return rt.call_on_loop(lambda: self._submit(work, lane, payload, barrier))
         if not callable(work):
             raise TypeError(f"work must be a zero-argument callable, got {work!r}")
-        rec: ZLinkWorkHandle[Any] = ZLinkWorkHandle(rt, self._core, work)
-        if self._core.admit(rec, lane, payload, barrier):
+        core = self._core
+        rec: ZLinkWorkHandle[Any] = ZLinkWorkHandle(rt, core, work)
+        if core.admit(rec, lane, payload, barrier):
             rt.loop.call_soon(self._drain)
         return rec
 

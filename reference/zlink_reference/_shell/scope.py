@@ -103,8 +103,6 @@ class ScopeQueue(Protocol):
 
     def _scope_cancel(self, *, expire: bool) -> None: ...
 
-    def _cancel_delivery(self, records: list[Any]) -> None: ...
-
 
 class ZLinkNotDisposedError(ZLinkUsageError):
     """``await_after_cancellation`` before the scope was disposed (SD-3)."""
