@@ -138,8 +138,9 @@ def dispose_with_survivors(scope: ScopeSurface) -> None:
     cancelled before (works that outlived that cancellation, SD-3a): the runtime end
     cancels every zombie (SD-5)."""
     queues = cast("list[ZLinkSerialExecutionQueue]", list(scope._scope_queues()))
-    survivors = [(q, [r for r in q._records().live_records() if r.zombie])
-                 for q in queues if q._core.mode == MODE_CANCELLED]
+    survivors: list[tuple[ZLinkSerialExecutionQueue, list[Any]]] = [
+        (q, [r for r in q._records().live_records() if r.zombie])
+        for q in queues if q._core.mode == MODE_CANCELLED]
     scope.dispose()
     for q, recs in survivors:
         q._cancel_delivery(recs)

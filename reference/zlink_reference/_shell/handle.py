@@ -163,7 +163,7 @@ class ZLinkWorkHandle(WorkRecord, Generic[T]):
         share one runtime, issue 16, and are still separate owners). The SE-8.2 check
         compares it (D-14)."""
         rt = self._rt
-        return self._place if rt.per_queue else rt
+        return self._place if rt._per_queue else rt
 
     # -------------------------------------------------------------- outcome
     def done(self) -> bool:

@@ -124,7 +124,7 @@ class QueueRuntime:
     # True for a runtime that serves bare queues each as an owner of its own: the shared
     # one of default queues and the private copy one of them takes (``owned``). A work's
     # owner is then its queue, not the runtime (SE-8.2, D-14).
-    per_queue: ClassVar[bool] = False
+    _per_queue: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -262,7 +262,7 @@ class _SharedRuntime(QueueRuntime):
 
     __slots__ = ("__weakref__",)
     shared = True
-    per_queue = True
+    _per_queue = True
 
     def __setattr__(self, name: str, value: object) -> None:
         if hasattr(self, name):
@@ -283,7 +283,7 @@ class _CopiedRuntime(QueueRuntime):
     per-owner state: that queue's alone, so its works' owner is still the queue."""
 
     __slots__ = ()
-    per_queue = True
+    _per_queue = True
 
 
 _MONOTONIC = MonotonicClock()  # the clock of the shared runtimes (it keeps no state)

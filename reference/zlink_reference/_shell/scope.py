@@ -25,15 +25,14 @@ await_after_cancellation   waits for zombies too; only after a disposal; reports
                            zombie failure to the handler, or raises the first
 =========================  ==========================================================
 
-``Scope`` is the object that does all of it; the queue or coordinator it
-belongs to holds one (made on first use) and is seen by it only through ``ScopeHost``,
-and each of the host's queues only through ``ScopeQueue``: two small named views, so
-this module never imports the queue or a coordinator. The public face both kinds of
-host show (``dispose``, ``await_completion``, ``inherit``, ``async with`` ...) is
-``ScopeSurface``: each of its members hands the call to the host's ``Scope``. A scope's
-disposal state
-(``ScopeState``) is kept by the owner's runtime, made on first disposal, so an idle
-queue stays small. ``ScopeSurface`` lives in surface.py, the room above this one.
+``Scope`` is the object that does all of it. The queue or coordinator it belongs to
+(its host) holds one, and the scope sees that host only through ``ScopeHost`` and each
+of the host's queues only through ``ScopeQueue``: two small named views, so this module
+never imports the queue or a coordinator. The public face both kinds of host show
+(``dispose``, ``await_completion``, ``inherit``, ``async with`` ...) is ``ScopeSurface``
+(surface.py, the room above this one): each of its members hands the call to the host's
+``Scope``. A scope's disposal state (``ScopeState``) is kept by the owner's runtime,
+made on first disposal, so an idle queue stays small.
 """
 
 from __future__ import annotations
