@@ -27,7 +27,8 @@ COMPILED = [
     "zlink_model/queue.py",
     "zlink_model/rules.py",
     *(f"zlink_reference/_shell/{room}.py"
-      for room in ("checks", "context", "handle", "scope", "drain", "drive", "queue")),
+      for room in ("checks", "context", "handle", "scope", "surface", "drain", "drive",
+                   "queue")),
     # The coordinators: their entries are the hot path of every message to an Actor,
     # a Spot or a session (and interpreted classes may not inherit from a compiled
     # trait, the scope surface ``_base.Coordinator`` builds on).
@@ -46,22 +47,20 @@ EDITS: list[tuple[str, str, str, int]] = [
      "\n@mypyc_attr(allow_interpreted_subclasses=True)\nclass WorkRecord:", 1),
     # The scope surface is a second base of the queue (mypyc allows that for traits
     # only) and the base of the interpreted coordinators.
-    ("zlink_reference/_shell/scope.py", IMPORT, MYPYC, 1),
-    ("zlink_reference/_shell/scope.py", "\nclass ScopeMixin:",
-     "\n@trait\n@mypyc_attr(allow_interpreted_subclasses=True)\nclass ScopeMixin:", 1),
-    # A class body may not hold an ``if``; the name is the host's, read dynamically.
-    ("zlink_reference/_shell/scope.py",
-     "    if TYPE_CHECKING:\n        @property\n        def name(self) -> str: ...\n", "", 1),
-    ("zlink_reference/_shell/scope.py", "self.name", "getattr(self, 'name')", 0),
+    ("zlink_reference/_shell/surface.py", IMPORT, MYPYC, 1),
+    ("zlink_reference/_shell/surface.py", "\nclass ScopeSurface:",
+     "\n@trait\n@mypyc_attr(allow_interpreted_subclasses=True)\nclass ScopeSurface:", 1),
     ("zlink_reference/coordinators/_base.py", IMPORT, MYPYC, 1),
-    ("zlink_reference/coordinators/_base.py", "\nclass Coordinator(ScopeMixin):",
-     "\n@mypyc_attr(allow_interpreted_subclasses=True)\nclass Coordinator(ScopeMixin):", 1),
+    ("zlink_reference/coordinators/_base.py", "\nclass Coordinator(ScopeSurface):",
+     "\n@mypyc_attr(allow_interpreted_subclasses=True)\nclass Coordinator(ScopeSurface):",
+     1),
     # Bad input must meet the entries' own typed errors (SE-6.2, SD-1), not the
     # compiled argument check: these parameters are checked by the code itself.
     ("zlink_reference/_shell/queue.py", "payload_bytes: int)", "payload_bytes: Any)", 2),
     ("zlink_reference/_shell/scope.py", "timeout_ms: float)", "timeout_ms: Any)", 0),
+    ("zlink_reference/_shell/surface.py", "timeout_ms: float)", "timeout_ms: Any)", 0),
     # ``inherit`` answers a parent that is not a scope with its own TypeError (SD-4).
-    ("zlink_reference/_shell/scope.py", "parent: ScopeMixin,", "parent: Any,", 1),
+    ("zlink_reference/_shell/surface.py", "parent: ScopeSurface,", "parent: Any,", 1),
     # The coordinators' entries check their ids, payloads and modes themselves, with
     # typed errors that name the argument (SE-6.3: nothing inserted); compiled, the
     # annotations would be checked first, with mypyc's own message.
@@ -104,8 +103,6 @@ EDITS: list[tuple[str, str, str, int]] = [
     ("zlink_reference/_shell/queue.py", "QueueCore[Any]", "QueueCore", 1),
     ("zlink_reference/_shell/queue.py", "QueueCore[ZLinkWorkHandle[Any]]", "QueueCore", 1),
     ("zlink_reference/_shell/drain.py", "QueueCore[ZLinkWorkHandle[Any]]", "QueueCore", 0),
-    ("zlink_reference/_shell/drive.py",
-     "held = gate._core.current", "held: Any = gate._core.current", 1),
     ("zlink_reference/_shell/queue.py",
      "        taken = []\n", "        taken: list[Any] = []\n", 1),
     ("zlink_reference/_shell/queue.py",

@@ -179,8 +179,8 @@ def test_the_layering_check_catches_each_kind_of_break(tmp_path: Path) -> None:
 # The shell's rooms, lowest first (docs/design.md, docs/implementers.md "Reading the
 # reference"): a module imports only modules before it, type-only imports included, so
 # no circle can form. The package's __init__ is the seam, above them all.
-SHELL_ORDER = ("clock", "loop", "checks", "context", "handle", "scope", "drain", "drive",
-               "queue")
+SHELL_ORDER = ("clock", "loop", "checks", "context", "handle", "scope", "surface", "drain",
+               "drive", "queue")
 # The runtime's packages beside the shell, which may use it only through its seam.
 SHELL_SIBLINGS = ("coordinators", "disposal", "testing", "__init__.py")
 

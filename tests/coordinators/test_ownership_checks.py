@@ -55,23 +55,28 @@ def _none() -> None:
     return None
 
 
+def _handle(queue: Any) -> ZLinkWorkHandle[Any]:
+    """A handle for a work accepted by ``queue`` (not placed anywhere)."""
+    return ZLinkWorkHandle(queue._rt, queue._core, _none)
+
+
 # Sites that assume the owner's loop thread (the single mutator, D-7): (id, make the
 # owner on the loop, call the site).
 LOOP_SITES: list[tuple[str, Callable[[], Any], Callable[[Any], Any]]] = [
     ("queue.drain", _queue, lambda q: q._drain()),
     ("queue.continue", _queue, lambda q: q._continue()),
-    ("queue.transfer", _queue, lambda q: q._transfer(_none, (q,))),
-    ("queue.transfer_record", _queue, lambda q: q._transfer_record(ZLinkWorkHandle(q, _none))),
+    ("queue.transfer", _queue, lambda q: q._transfer(_none, (q._core,))),
+    ("queue.transfer_record", _queue, lambda q: q._transfer_record(_handle(q))),
     ("queue.take_queued", _queue, lambda q: q._take_queued()),
     ("queue.when", _queue, lambda q: q._when(True, _none)),
     ("queue.wait_until", _queue, lambda q: asyncio.run(q._wait_until(True))),
     ("queue.scope_cancel", _queue, lambda q: q._scope_cancel(expire=False)),
-    ("queue.held_done", _queue, lambda q: q._held_done(ZLinkWorkHandle(q, _none),
-                                                        ZLinkWorkHandle(q, _none))),
-    ("scope.expire", _spot, lambda s: s._expire()),
-    ("scope.warn_zombies", _spot, lambda s: s._warn_zombies()),
+    ("queue.held_done", _queue, lambda q: q._held_done(_handle(q),
+                                                        _handle(q))),
+    ("scope.expire", _spot, lambda s: s._scope().expire()),
+    ("scope.warn_zombies", _spot, lambda s: s._scope().warn_zombies()),
     ("session.place_final", _session,
-     lambda s: s._place_final(ZLinkWorkHandle(s._queue, _none))),
+     lambda s: s._place_final(_handle(s._queue))),
     ("session.cancel_final", _session, lambda s: s._scope_cancelling()),
 ]
 

@@ -4,7 +4,7 @@ own: each is a scope of its own (SD-1, SD-4), its flags and disposal state are i
 and the arguments that make a runtime different (clock, error hook, observer, loop)
 still take effect.
 
-Each test here fails when the sharing leaks: with ``ScopeMixin._own_runtime`` returning
+Each test here fails when the sharing leaks: with ``Scope.own_runtime`` returning
 the shared runtime itself (and the write guard of ``_SharedRuntime`` removed) the flag and
 disposal tests fail, and with the guard kept they fail on its ``ZLinkUsageError``."""
 
@@ -119,7 +119,7 @@ async def test_SE_6_1_the_shared_runtime_refuses_every_write() -> None:
         q._rt.zombie_warn_after_ms = 5
     with pytest.raises(ZLinkUsageError):
         q._rt.scope_state(q)
-    own = q._own_runtime()
+    own = q._scope().own_runtime()
     own.zombie_warn_after_ms = 5
     assert q._rt is own and not own.shared and own.loop is asyncio.get_running_loop()
     assert ZLinkSerialExecutionQueue()._rt.zombie_warn_after_ms == 10_000

@@ -8,39 +8,37 @@ below are the few internal steps those packages need, each named for what it doe
 rather than for the member it reaches.
 
 The rooms, lowest first (each imports only rooms before it): ``clock``, ``loop``,
-``checks``, ``context``, ``handle``, ``scope``, ``drain``, ``drive``, ``queue``.
+``checks``, ``context``, ``handle``, ``scope``, ``surface``, ``drain``, ``drive``,
+``queue``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from zlink_model.queue import CANCELLED, MODE_CANCELLED, QueueCore, WorkRecord
 
 from . import checks
 from .checks import ownership_checks, require_loop, set_ownership_checks
 from .clock import MonotonicClock, ZLinkClock
-from .handle import ErrorHook, TurnHold, Work, ZLinkWorkHandle, current_work
+from .handle import ErrorHook, QueuePlace, TurnHold, Work, ZLinkWorkHandle, current_work
 from .loop import Cancelled, EventLoop, QueueRuntime, running_loop
 from .queue import QueueStatistics, ZLinkSerialExecutionQueue, yield_framework_call
-from .scope import (
-    ScopeMixin,
-    ScopeQueue,
-    ZLinkNotDisposedError,
-    ZombieInfo,
-    scope_registry,
-)
+from .scope import Scope, ScopeQueue, ZLinkNotDisposedError, ZombieInfo
+from .surface import ScopeSurface, scope_registry
 
 __all__ = [
     "Cancelled",
     "ErrorHook",
     "EventLoop",
     "MonotonicClock",
+    "QueuePlace",
     "QueueRuntime",
     "QueueStatistics",
-    "ScopeMixin",
+    "Scope",
     "ScopeQueue",
+    "ScopeSurface",
     "TurnHold",
     "Work",
     "ZLinkClock",
@@ -56,6 +54,7 @@ __all__ = [
     "ownership_checks",
     "place_record",
     "queue_core",
+    "queue_place",
     "queue_records",
     "require_loop",
     "running_loop",
@@ -80,16 +79,24 @@ def queue_records(queue: ZLinkSerialExecutionQueue) -> QueueCore[Any]:
     return queue._records()
 
 
+def queue_place(queue: ZLinkSerialExecutionQueue) -> QueuePlace:
+    """What names ``queue``'s turn in a work's gates (SE-8.2): its ``QueuePlace``, the
+    one thing of the queue a handle holds besides the runtime."""
+    return queue._core
+
+
 def transfer(queue: ZLinkSerialExecutionQueue, work: Work,
              gates: tuple[object, ...]) -> ZLinkWorkHandle[Any]:
     """Place an execution turn of already-accepted work on ``queue`` (SpotWide,
-    SE-4.5): never refused, it needs the turns and claims ``gates``."""
+    SE-4.5): never refused, it needs the turns and claims ``gates`` (queue places,
+    ``queue_place``)."""
     return queue._transfer(work, gates)
 
 
 def widen(handle: ZLinkWorkHandle[Any], gates: tuple[object, ...]) -> None:
-    """``handle`` (a SpotWide Actor work) needs every turn in ``gates`` (SE-8.2), and
-    its failure is reported once, by the Spot queue that ran it."""
+    """``handle`` (a SpotWide Actor work) needs every turn in ``gates`` (queue places,
+    ``queue_place``; SE-8.2), and its failure is reported once, by the Spot queue that
+    ran it."""
     handle._gates = gates
     handle._quiet()
 
@@ -115,7 +122,7 @@ def accept_held(queue: ZLinkSerialExecutionQueue, work: Work) -> ZLinkWorkHandle
     """A handle for a work accepted now and placed in ``queue`` later (a session's final
     work, D-12): live from now, not in any line yet (no sequence number, queued, not a
     zombie) until ``place_record`` places it."""
-    handle: ZLinkWorkHandle[Any] = ZLinkWorkHandle(queue, work)
+    handle: ZLinkWorkHandle[Any] = ZLinkWorkHandle(queue._rt, queue._core, work)
     WorkRecord.__init__(handle)
     return handle
 
@@ -126,12 +133,14 @@ def cancel_unplaced(handle: ZLinkWorkHandle[Any], exc: BaseException) -> None:
     handle._settle(CANCELLED, exc)
 
 
-def dispose_with_survivors(scope: ScopeMixin) -> None:
+def dispose_with_survivors(scope: ScopeSurface) -> None:
     """``dispose`` the scope, then cancel once more the zombies of queues it had
     cancelled before (works that outlived that cancellation, SD-3a): the runtime end
     cancels every zombie (SD-5)."""
-    survivors = [(q, [r for r in q._records().live_records() if r.zombie])
-                 for q in scope._scope_queues() if q._core.mode == MODE_CANCELLED]
+    queues = cast("list[ZLinkSerialExecutionQueue]", list(scope._scope_queues()))
+    survivors: list[tuple[ZLinkSerialExecutionQueue, list[Any]]] = [
+        (q, [r for r in q._records().live_records() if r.zombie])
+        for q in queues if q._core.mode == MODE_CANCELLED]
     scope.dispose()
     for q, recs in survivors:
         q._cancel_delivery(recs)

@@ -28,6 +28,7 @@ from typing import Any, cast
 from zlink_model.queue import (
     COMPLETED,
     FAILED,
+    MODE_CANCELLED,
     QueueCore,
     WorkRecord,
 )
@@ -76,7 +77,7 @@ class DrainingQueue:
 
     def _plain_record(self, work: Work) -> ZLinkWorkHandle[Any]:
         """The handle a plain work becomes when the core promotes it."""
-        return ZLinkWorkHandle(self, work)
+        return ZLinkWorkHandle(self._rt, self._core, work)
 
     def _records(self) -> QueueCore[ZLinkWorkHandle[Any]]:
         """The core, with every live plain work promoted to a handle: for code that
@@ -97,7 +98,7 @@ class DrainingQueue:
     def _plain_failed(self, work: Work, exc: BaseException) -> None:
         """A posted work raised: report it to the error hook with a handle made now,
         settled failed (it never had a place in the trace: the queue is untraced)."""
-        rec: ZLinkWorkHandle[Any] = ZLinkWorkHandle(self, work)
+        rec: ZLinkWorkHandle[Any] = ZLinkWorkHandle(self._rt, self._core, work)
         WorkRecord.__init__(rec)
         rec._settle(FAILED, exc)
         self._report(rec, exc)
@@ -299,7 +300,9 @@ class DrainingQueue:
             # awaitable.
             if type(result) is TurnHold:
                 # The drain parks with ``rec`` holding the turn (SE-4.6).
-                result.handle.add_done_callback(partial(self._held_done, rec))
+                held = result.handle
+                held.add_done_callback(partial(self._held_done, rec))
+                held._extra().claim_holder = partial(self._claim_survives, rec)
                 return None
             if steps is None:
                 return rec, result  # the caller makes a drive task for it
@@ -324,6 +327,19 @@ class DrainingQueue:
         nxt = self._run_turns(rec, outcome, value)
         if nxt is not None:
             self._start_drive(*nxt, 0)
+
+    def _claim_survives(self, rec: ZLinkWorkHandle[Any]) -> None:
+        """The work ``rec``'s turn is held for outlived its cancellation (SD-3a). If
+        ``rec`` is a SpotWide Actor record (it holds the Actor's claim, SE-4.6) of a
+        cancelled queue, it is one work with it: a zombie too, counted and waited for
+        as one (D-21)."""
+        core = self._core
+        aux = rec._aux
+        held = core.current
+        if held is None or held is not rec or aux is None or not aux.quiet:
+            return
+        if core.mode == MODE_CANCELLED and core.survive_cancel(held):
+            self._check_waiters()
 
     def _hand_off(self, rec: ZLinkWorkHandle[Any], outcome: int, value: Any) -> None:
         """End ``rec``'s turn outside the drain loop and pass the drain role to a posted

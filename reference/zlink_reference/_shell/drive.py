@@ -63,7 +63,8 @@ async def yield_framework_call(awaitable: Awaitable[T]) -> T:
     rec = cast("ZLinkWorkHandle[Any] | None", _context.async_current.get())
     if rec is None or rec._task is not asyncio.current_task() or rec.phase != RUNNING:
         raise ZLinkNotOnTurnError("yield_framework_call outside a work that holds its turn")
-    queue = cast(DrivenQueue, rec._queue)
+    # The queue is the one whose drive task runs this work: it answers (drive.py).
+    queue = cast(DrivenQueue, await _post_from_drive(None))
     if not queue._core.config.yield_allowed:
         raise ZLinkYieldNotSupportedError(
             f"{queue.name} offers no Yield (an Entry Spot has none, SE-4.1)"
@@ -144,9 +145,11 @@ class DrivenQueue(DrainingQueue):
                     if step is _FAILED:
                         outcome, value = steps.failed(self)
                         break
-                    # Posted here, in this task's context, not in the work's.
-                    self._rt.loop.call_soon(cast("Callable[[], None]", step.callback))
-                    step = run(send, None)
+                    # Posted here, in this task's context, not in the work's; the work
+                    # is told which queue's drive task runs it.
+                    if step.callback is not None:
+                        self._rt.loop.call_soon(step.callback)
+                    step = run(send, self)
                     continue
                 try:
                     sent = yield step
@@ -248,14 +251,9 @@ class DrivenQueue(DrainingQueue):
                 self._check_waiters()
                 # A SpotWide Actor work is one work: its record on the Actor queue, which
                 # holds the claim for this execution turn, is a zombie with it (D-21).
-                for gate in rec._gates[1:]:
-                    if not isinstance(gate, DrainingQueue):
-                        continue
-                    held = gate._core.current
-                    if (held is not None and held._aux is not None and held._aux.quiet
-                            and gate._core.mode == MODE_CANCELLED
-                            and gate._core.survive_cancel(held)):
-                        gate._check_waiters()
+                aux = rec._aux
+                if aux is not None and aux.claim_holder is not None:
+                    aux.claim_holder()
 
         self._rt.loop.call_soon(check)
 
@@ -332,7 +330,7 @@ class _DriveSignal:
     """Yielded up to a drive task, never to asyncio: by a runner whose work raised
     (``_FAILED``, the exception is in ``_Steps.value``), or by a work's code asking the
     drive task to post ``callback`` from the drive task's context rather than the
-    work's."""
+    work's, or (``callback`` None) only which queue the drive task drains."""
 
     __slots__ = ("callback",)
 
@@ -344,10 +342,11 @@ _FAILED = _DriveSignal(None)
 
 
 @types.coroutine
-def _post_from_drive(callback: Callable[[], None]) -> Generator[Any, Any, None]:
-    """Ask the drive task running this work to post ``callback``; it does so at once and
-    the work goes on without giving the loop a turn."""
-    yield _DriveSignal(callback)
+def _post_from_drive(callback: Callable[[], None] | None) -> Generator[Any, Any, Any]:
+    """Ask the drive task running this work to post ``callback`` (if any); it does so at
+    once and the work goes on without giving the loop a turn. Returns the queue whose
+    drive task it is: the work's own, which a handle does not hold."""
+    return (yield _DriveSignal(callback))
 
 
 async def _await_other(aw: Awaitable[Any]) -> Any:

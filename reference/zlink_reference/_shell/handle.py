@@ -1,9 +1,11 @@
 """``ZLinkWorkHandle``: an accepted work's place in the core and, once it ends, its
 outcome and the awaiters and callbacks waiting for it.
 
-A handle sees the queue that accepted it only through ``HandleOwner``: the owner's
-runtime (loop and thread model, D-24) and the queue's name. Awaiting a handle from work
-that holds a turn the awaited work needs raises at once (SE-8.2, ``context``).
+A handle holds two things of where it was accepted, never the queue: the owner's
+runtime (loop and thread model, D-24) and the queue's ``QueuePlace``, through which it
+reads the queue's name and which, by identity alone, names the turn its work needs.
+Awaiting a handle from work that holds a turn the awaited work needs raises at once
+(SE-8.2, ``context``).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from .loop import QueueRuntime
 __all__ = [
     "PENDING",
     "ErrorHook",
-    "HandleOwner",
+    "QueuePlace",
     "TurnHold",
     "Work",
     "ZLinkWorkHandle",
@@ -49,11 +51,11 @@ PENDING = -1
 get_ident = threading.get_ident
 
 
-class HandleOwner(Protocol):
-    """What a handle sees of the queue that accepted it: the owner's runtime and the
-    queue's name."""
-
-    _rt: QueueRuntime
+class QueuePlace(Protocol):
+    """What a handle sees of the queue that accepted it, besides the owner's runtime:
+    the queue's name, and, by identity alone, the queue's turn (the turn its work needs,
+    SE-8.2). The queue's core (``zlink_model.queue.QueueCore``) is one: one per queue,
+    holding the turn. The handle never holds the queue itself."""
 
     @property
     def name(self) -> str: ...
@@ -62,7 +64,8 @@ class HandleOwner(Protocol):
 class _HandleAux:
     """The parts of a handle most works never need, allocated on first use."""
 
-    __slots__ = ("awaiting", "callbacks", "gates", "label", "permit", "quiet", "waiters")
+    __slots__ = ("awaiting", "callbacks", "claim_holder", "gates", "label", "permit",
+                 "quiet", "waiters")
 
     def __init__(self) -> None:
         self.quiet = False
@@ -74,6 +77,10 @@ class _HandleAux:
         self.permit: asyncio.Future[None] | None = None
         self.gates: tuple[object, ...] | None = None
         self.label = ""
+        # Called if this work outlives its cancellation (SD-3a): the drain parked on it
+        # (a SpotWide Actor queue's, whose held turn is the Actor's claim, SE-4.6) makes
+        # the record holding that claim a zombie too (D-21).
+        self.claim_holder: Callable[[], None] | None = None
 
 
 class ZLinkWorkHandle(WorkRecord, Generic[T]):
@@ -84,15 +91,16 @@ class ZLinkWorkHandle(WorkRecord, Generic[T]):
     ``ZLinkReentrancyError`` at once (SE-8.2). Await it on the queue's loop.
     """
 
-    __slots__ = ("_aux", "_outcome", "_queue", "_task", "_value", "_work")
+    __slots__ = ("_aux", "_outcome", "_place", "_rt", "_task", "_value", "_work")
 
     _task: asyncio.Task[Any] | None  # the task running it, once it is an async work
     _value: Any  # result or exception, once settled
 
-    def __init__(self, queue: HandleOwner, work: Work) -> None:
+    def __init__(self, rt: QueueRuntime, place: QueuePlace, work: Work) -> None:
         # The core sets the WorkRecord fields at insertion; ``_value`` and ``_task``
         # are set before they are read (at settle, and when an async work starts).
-        self._queue = queue
+        self._rt = rt
+        self._place = place
         self._work: Work | None = work
         self._outcome = PENDING
         self._aux: _HandleAux | None = None
@@ -105,13 +113,14 @@ class ZLinkWorkHandle(WorkRecord, Generic[T]):
 
     @property
     def _gates(self) -> tuple[object, ...]:
-        """Turns and claims this work needs, first the queue whose turn it takes.
-        Coordinators widen it (a SpotWide Actor work needs the Spot gate and its
-        Actor claim); the reentrancy check compares these. Internal: these are queues,
-        and no public member hands one out (SE-2.5, D-23)."""
+        """Turns and claims this work needs, first the turn it takes, each named by its
+        queue's place (``QueuePlace``). Coordinators widen it (a SpotWide Actor work
+        needs the Spot gate and its Actor claim); the reentrancy check compares these
+        by identity. Internal: no public member hands a queue's place out (SE-2.5,
+        D-23)."""
         aux = self._aux
         if aux is None or aux.gates is None:
-            return (self._queue,)
+            return (self._place,)
         return aux.gates
 
     @_gates.setter
@@ -144,17 +153,17 @@ class ZLinkWorkHandle(WorkRecord, Generic[T]):
         """The name of the queue this work was accepted by, as traces and errors spell
         it. Only the name: the queue itself is the owner's, and no public member hands
         it out (SE-2.5, SE-3.1, SE-10.1; decision D-23)."""
-        return self._queue.name
+        return self._place.name
 
     @property
     def _owner(self) -> object:
         """The owner that accepted the work: the shell runtime its coordinator's queues
-        share, or the bare queue itself (bare queues with nothing of their own share one
-        runtime, issue 16, and are still separate owners). The SE-8.2 check compares it
-        (D-14)."""
-        queue = self._queue
-        rt = queue._rt
-        return queue if rt.shared else rt
+        share, or, for a bare queue whose runtime is its scope's alone or the shared one
+        of default queues, the queue's place (bare queues with nothing of their own
+        share one runtime, issue 16, and are still separate owners). The SE-8.2 check
+        compares it (D-14)."""
+        rt = self._rt
+        return self._place if rt._per_queue else rt
 
     # -------------------------------------------------------------- outcome
     def done(self) -> bool:
@@ -173,7 +182,7 @@ class ZLinkWorkHandle(WorkRecord, Generic[T]):
         """The work's result; raises its exception, ``CancelledError``, or
         ``InvalidStateError`` while it has not ended."""
         if self._outcome == PENDING:
-            raise asyncio.InvalidStateError(f"work {self.wid} of {self._queue.name} has not ended")
+            raise asyncio.InvalidStateError(f"work {self.wid} of {self._place.name} has not ended")
         if self._outcome == COMPLETED:
             return cast(T, self._value)
         if self._outcome == CANCELLED:
@@ -184,7 +193,7 @@ class ZLinkWorkHandle(WorkRecord, Generic[T]):
     def exception(self) -> BaseException | None:
         """The exception the work failed with (None if it completed)."""
         if self._outcome == PENDING:
-            raise asyncio.InvalidStateError(f"work {self.wid} of {self._queue.name} has not ended")
+            raise asyncio.InvalidStateError(f"work {self.wid} of {self._place.name} has not ended")
         if self._outcome == CANCELLED:
             raise asyncio.CancelledError()
         return cast("BaseException | None", self._value if self._outcome == FAILED else None)
@@ -193,7 +202,7 @@ class ZLinkWorkHandle(WorkRecord, Generic[T]):
         """Call ``callback(handle)`` on the loop once the work has ended. From another
         thread the registration is posted to the owner's loop and the call returns at
         once (D-24)."""
-        rt = self._queue._rt
+        rt = self._rt
         if get_ident() != rt.thread_id and rt.foreign():
             try:
                 rt.loop.call_soon_threadsafe(self.add_done_callback, callback)
@@ -201,7 +210,7 @@ class ZLinkWorkHandle(WorkRecord, Generic[T]):
                 raise ZLinkUsageError(f"the owner's event loop is closed ({exc})") from None
             return
         if self._outcome != PENDING:
-            self._queue._rt.loop.call_soon(callback, self)
+            self._rt.loop.call_soon(callback, self)
             return
         aux = self._extra()
         if aux.callbacks is None:
@@ -209,13 +218,13 @@ class ZLinkWorkHandle(WorkRecord, Generic[T]):
         aux.callbacks.append(callback)
 
     def __await__(self) -> Generator[Any, None, T]:
-        if (self._outcome == PENDING and get_ident() != self._queue._rt.thread_id
-                and self._queue._rt.foreign()):
+        if (self._outcome == PENDING and get_ident() != self._rt.thread_id
+                and self._rt.foreign()):
             yield from _await_elsewhere(self).__await__()
         if self._outcome == PENDING:
             _context.check_reentrancy(self, held_turn=True)
             aux = self._extra()
-            fut: asyncio.Future[None] = self._queue._rt.loop.create_future()
+            fut: asyncio.Future[None] = self._rt.loop.create_future()
             if aux.waiters is None:
                 aux.waiters = []
             aux.waiters.append(fut)
@@ -237,7 +246,7 @@ class ZLinkWorkHandle(WorkRecord, Generic[T]):
                 if not fut.done():
                     fut.set_result(None)
             if aux.callbacks is not None:
-                loop = self._queue._rt.loop
+                loop = self._rt.loop
                 for cb in aux.callbacks:
                     loop.call_soon(cb, self)
                 aux.callbacks = None
@@ -246,7 +255,7 @@ class ZLinkWorkHandle(WorkRecord, Generic[T]):
         pending = self._outcome == PENDING
         state = PHASE_NAMES[self.phase] if pending else OUTCOME_NAMES[self._outcome]
         label = f" {self.label!r}" if self.label else ""
-        return f"<ZLinkWorkHandle {self._queue.name}#{self.wid}{label} {state}>"
+        return f"<ZLinkWorkHandle {self._place.name}#{self.wid}{label} {state}>"
 
 
 async def _await_elsewhere(handle: ZLinkWorkHandle[Any]) -> None:
@@ -264,7 +273,7 @@ async def _await_elsewhere(handle: ZLinkWorkHandle[Any]) -> None:
         with contextlib.suppress(RuntimeError):  # the waiting loop is gone
             here.call_soon_threadsafe(wake)
 
-    rt = handle._queue._rt
+    rt = handle._rt
     try:
         rt.loop.call_soon_threadsafe(handle.add_done_callback, ended)
     except RuntimeError as exc:

@@ -121,6 +121,10 @@ class QueueRuntime:
         "zombie_warn_after_ms",
     )
     shared: ClassVar[bool] = False  # True for the runtime of default queues (_SharedRuntime)
+    # True for a runtime that serves bare queues each as an owner of its own: the shared
+    # one of default queues and the private copy one of them takes (``owned``). A work's
+    # owner is then its queue, not the runtime (SE-8.2, D-14).
+    _per_queue: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -254,10 +258,11 @@ class _SharedRuntime(QueueRuntime):
     default queue stays as small as a coordinator's (issue 16). Its fields never change
     once made (a write raises ``ZLinkUsageError``): a queue that needs per-owner state
     (a disposal's scope state, ``as_not_safely``) first takes a private copy
-    (``ScopeMixin._own_runtime``), so no queue's scope ever shows through another's."""
+    (``Scope.own_runtime``), so no queue's scope ever shows through another's."""
 
     __slots__ = ("__weakref__",)
     shared = True
+    _per_queue = True
 
     def __setattr__(self, name: str, value: object) -> None:
         if hasattr(self, name):
@@ -267,11 +272,18 @@ class _SharedRuntime(QueueRuntime):
         object.__setattr__(self, name, value)
 
     def owned(self) -> QueueRuntime:
-        rt = QueueRuntime.__new__(QueueRuntime)
+        rt = _CopiedRuntime.__new__(_CopiedRuntime)
         for field in QueueRuntime.__slots__:
             setattr(rt, field, getattr(self, field))
         return rt
 
+
+class _CopiedRuntime(QueueRuntime):
+    """The private copy of the shared runtime one default queue takes before it writes
+    per-owner state: that queue's alone, so its works' owner is still the queue."""
+
+    __slots__ = ()
+    _per_queue = True
 
 
 _MONOTONIC = MonotonicClock()  # the clock of the shared runtimes (it keeps no state)

@@ -13,7 +13,8 @@ the same "accepted, or rejected with nothing inserted" answer, in one atomic ste
 
 The queue is the top of the shell's rooms, lowest first: ``clock``, ``loop`` (the loop
 binding, thread model and per-thread turn state), ``checks`` (SE-8.1), ``context``
-(current work, is-current, SE-8.2), ``handle``, ``scope``, ``drain`` (turns), ``drive``
+(current work, is-current, SE-8.2), ``handle``, ``scope`` (the scope object and its
+views), ``surface`` (the scope members a queue shows), ``drain`` (turns), ``drive``
 (drive task, Yield, cancellation delivery) and ``queue`` (submission, close,
 statistics). docs/implementers.md reads them in that order.
 """
@@ -43,7 +44,8 @@ from .drain import QueueAux
 from .drive import DrivenQueue, yield_framework_call
 from .handle import ErrorHook, TurnHold, Work, ZLinkWorkHandle, current_work
 from .loop import QueueRuntime, running_loop, shared_runtime, thread_state
-from .scope import ScopeMixin
+from .scope import Scope
+from .surface import ScopeSurface
 
 __all__ = [
     "ErrorHook",
@@ -120,7 +122,7 @@ def _shared_config(policy: ZLinkExecutionLanePolicy, units_per_ms: float,
 
 
 
-class ZLinkSerialExecutionQueue(DrivenQueue, ScopeMixin):
+class ZLinkSerialExecutionQueue(DrivenQueue, ScopeSurface):
     """One serial queue: runs accepted works one at a time, in the order the core picks.
 
     ``policy`` limits it (SE-6.1); ``clock`` is read between works for the time budget
@@ -130,7 +132,7 @@ class ZLinkSerialExecutionQueue(DrivenQueue, ScopeMixin):
     ``loop`` is given); submissions from other threads wait for the loop's verdict.
     """
 
-    __slots__ = ()
+    __slots__ = ("_scope_object",)
 
     def __init__(
         self,
@@ -168,6 +170,7 @@ class ZLinkSerialExecutionQueue(DrivenQueue, ScopeMixin):
         self._rt = rt
         self._core: QueueCore[ZLinkWorkHandle[Any]] = QueueCore(config, name)
         self._aux: QueueAux | None = None  # waiters and disposal state, when any
+        self._scope_object: Scope | None = None  # this queue as a scope, once used as one
         if runtime is None:
             # A queue not given a runtime is a scope of its own, whether its runtime is
             # its own or the shared one of default queues (that one keeps no scope state).
@@ -190,8 +193,9 @@ class ZLinkSerialExecutionQueue(DrivenQueue, ScopeMixin):
         rt = self._rt
         if (get_ident() != rt.thread_id and rt.foreign()) or not callable(work):
             return self._submit(work, APPLICATION_LANE, 0, False)
-        rec: ZLinkWorkHandle[Any] = ZLinkWorkHandle(self, work)
-        if self._core.admit(rec):
+        core = self._core
+        rec: ZLinkWorkHandle[Any] = ZLinkWorkHandle(rt, core, work)
+        if core.admit(rec):
             rt.loop.call_soon(self._drain)
         return rec
 
@@ -236,8 +240,9 @@ class ZLinkSerialExecutionQueue(DrivenQueue, ScopeMixin):
             return rt.call_on_loop(lambda: self._submit(work, lane, payload, barrier))
         if not callable(work):
             raise TypeError(f"work must be a zero-argument callable, got {work!r}")
-        rec: ZLinkWorkHandle[Any] = ZLinkWorkHandle(self, work)
-        if self._core.admit(rec, lane, payload, barrier):
+        core = self._core
+        rec: ZLinkWorkHandle[Any] = ZLinkWorkHandle(rt, core, work)
+        if core.admit(rec, lane, payload, barrier):
             rt.loop.call_soon(self._drain)
         return rec
 
@@ -246,7 +251,7 @@ class ZLinkSerialExecutionQueue(DrivenQueue, ScopeMixin):
         on the loop thread by the coordinator."""
         if _checks.ON:
             require_loop(self._rt, "transfer")
-        rec: ZLinkWorkHandle[Any] = ZLinkWorkHandle(self, work)
+        rec: ZLinkWorkHandle[Any] = ZLinkWorkHandle(self._rt, self._core, work)
         rec._gates = gates
         if self._core.transfer(rec):
             self._rt.loop.call_soon(self._drain)
@@ -272,6 +277,12 @@ class ZLinkSerialExecutionQueue(DrivenQueue, ScopeMixin):
         return out
 
     # ------------------------------------------------------------------ scope
+    def _scope(self) -> Scope:
+        scope = self._scope_object
+        if scope is None:
+            scope = self._scope_object = Scope(self)
+        return scope
+
     def _scope_queues(self) -> list[ZLinkSerialExecutionQueue]:
         return [self]
 
@@ -311,7 +322,7 @@ class ZLinkSerialExecutionQueue(DrivenQueue, ScopeMixin):
         """Return once every accepted work has ended (queued, running and suspended
         ones included). Awaited on another loop, it waits on the owner's (D-24). From a
         live work of this queue it raises ``ZLinkReentrancyError`` (SE-8.2)."""
-        self._check_own_wait("await_quiescence", zombies_too=True)
+        self._scope().check_own_wait("await_quiescence", zombies_too=True)
         if running_loop() is not self._rt.loop and self._rt.foreign():
             return await self._rt.wait_on_loop(self.await_quiescence)
         await self._wait_until(True)

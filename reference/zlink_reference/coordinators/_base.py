@@ -14,7 +14,8 @@ from .._shell import (
     ErrorHook,
     EventLoop,
     QueueRuntime,
-    ScopeMixin,
+    Scope,
+    ScopeSurface,
     Work,
     ZLinkClock,
     ZLinkSerialExecutionQueue,
@@ -51,7 +52,7 @@ def check_work(work: object) -> Work:
     return work
 
 
-class Coordinator(ScopeMixin):
+class Coordinator(ScopeSurface):
     """Base of the Spot, Actor and Session coordinators. Not a public surface: callers
     use the ``execute_*`` entries of the subclasses (SE-3). A coordinator is one scope
     (SD): disposing it disposes every queue it made."""
@@ -74,6 +75,7 @@ class Coordinator(ScopeMixin):
         # close, disposal and quiescence reach every one, including queues dropped
         # from a map.
         self._made: list[ZLinkSerialExecutionQueue] = []
+        self._scope_object = Scope(self)  # the coordinator as one scope (SD)
         self._join_registry()
 
     @property
@@ -115,6 +117,9 @@ class Coordinator(ScopeMixin):
         """Hook: empty the coordinator's queue maps (a Spot has two)."""
 
     # --------------------------------------------------------------- scope
+    def _scope(self) -> Scope:
+        return self._scope_object
+
     def _scope_queues(self) -> list[ZLinkSerialExecutionQueue]:
         return list(self._made)
 
@@ -132,13 +137,14 @@ class Coordinator(ScopeMixin):
         """Return once every work accepted by any of this coordinator's queues ended.
         Awaited on another loop, it waits on the owner's (D-24). From a live work of
         this coordinator it raises ``ZLinkReentrancyError`` (SE-8.2)."""
-        self._check_own_wait("await_quiescence", zombies_too=True)
+        scope = self._scope_object
+        scope.check_own_wait("await_quiescence", zombies_too=True)
         if running_loop() is not self._rt.loop and self._rt.foreign():
             return await self._rt.wait_on_loop(self.await_quiescence)
         while True:
             busy = [q for q in self._made if not queue_core(q).is_idle()]
             if not busy:
-                if not self._live_held(True):
+                if not scope.live_held(True):
                     return
                 # A held work (a session's final work) whose queue just emptied is
                 # placed on the next turn of the loop (D-22): look again then.

@@ -27,10 +27,10 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from functools import partial
 from threading import get_ident
-from typing import Any
+from typing import Any, cast
 
 from zlink_model.policy import ZLinkExecutionLanePolicy
 from zlink_model.queue import RUNNING, Observer, WorkRecord
@@ -45,6 +45,7 @@ from .._shell import (
     ZLinkClock,
     ZLinkSerialExecutionQueue,
     ZLinkWorkHandle,
+    queue_place,
     take_queued,
     transfer,
     widen,
@@ -222,10 +223,11 @@ class ZLinkSpotSerialExecutor(Coordinator):
                 return queue.enqueue_with_payload_bytes(wrapped, payload)
             return queue.enqueue(wrapped)  # the same admission, one call shorter
         spot = self._spot
-        turn = _SpotWideTurn(spot, wrapped, (spot, queue), work)
+        gate, claim = queue_place(spot), queue_place(queue)
+        turn = _SpotWideTurn(spot, wrapped, (gate, claim), work)
         handle = (queue.enqueue_with_payload_bytes(turn, payload) if payload
                   else queue.enqueue(turn))
-        widen(handle, (queue, spot))  # a failure is reported once, by the Spot queue
+        widen(handle, (claim, gate))  # a failure is reported once, by the Spot queue
         return handle
 
     def execute_timer(self, timer_name: str, work: Work) -> ZLinkWorkHandle[Any]:
@@ -335,13 +337,11 @@ class ZLinkSpotSerialExecutor(Coordinator):
             route.queue = None
         self._timer_queues.clear()
 
-    def _counted(self) -> Iterator[tuple[ScopeQueue, WorkRecord]]:
+    def _counts(self, queue: ScopeQueue, rec: WorkRecord) -> bool:
         # A SpotWide Actor work is one work seen twice: its record on the Actor queue
         # and its execution turn on the Spot queue. Count the Actor record.
-        for q, rec in super()._counted():
-            if self._wide and q is self._spot and len(getattr(rec, "_gates", ())) > 1:
-                continue
-            yield q, rec
+        return not (self._wide and queue is self._spot
+                    and len(getattr(rec, "_gates", ())) > 1)
 
     def _running_as(self, queue: ScopeQueue, rec: WorkRecord) -> WorkRecord:
         # A SpotWide Actor record that holds its queue's turn (the claim) runs as the
@@ -349,8 +349,9 @@ class ZLinkSpotSerialExecutor(Coordinator):
         # suspended in a yield or requeued, and holds what it waits on (SD-6).
         if not self._wide or queue is self._spot or rec.phase != RUNNING:
             return rec
-        for q, turn in super()._counted():  # every live record, the turns included
-            if q is self._spot and getattr(turn, "_gates", ())[1:] == (queue,):
+        claim = (queue_place(cast(ZLinkSerialExecutionQueue, queue)),)
+        for q, turn in self._scope().live():  # every live record, the turns included
+            if q is self._spot and getattr(turn, "_gates", ())[1:] == claim:
                 return turn
         return rec
 

@@ -21,7 +21,7 @@ from typing import TypeVar
 
 from .._shell import (
     MonotonicClock,
-    ScopeMixin,
+    ScopeSurface,
     ZLinkClock,
     ZombieInfo,
     dispose_with_survivors,
@@ -57,7 +57,7 @@ class ZLinkRuntime:
                              f"not allowed), got {zombie_grace_ms} (SD-5)")
         self.zombie_grace_ms = zombie_grace_ms
         self.clock = clock if clock is not None else MonotonicClock()
-        self.scopes: list[ScopeMixin] = []
+        self.scopes: list[ScopeSurface] = []
         self.report: ShutdownReport | None = None
 
     def active_count(self) -> int:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from zlink_model.invariants import SpotWideView
 from zlink_model.queue import WorkRecord
 
-from .._shell import queue_core, queue_records
+from .._shell import queue_core, queue_place, queue_records
 from ..coordinators.spot import ZLinkSpotSerialExecutor
 
 __all__ = ["spot_wide_view"]
@@ -25,12 +25,13 @@ def spot_wide_view(spot: ZLinkSpotSerialExecutor,
     """The view of a running SpotWide (or Instance) Spot: its Spot queue, every Actor
     queue it made (closed ones included) and which Spot records are execution turns.
 
-    A turn is recognised by its gates (Spot queue, Actor queue), which the coordinator
-    sets when it places the turn (``execute_actor``)."""
+    A turn is recognised by its gates (the places of the Spot queue and the Actor
+    queue), which the coordinator sets when it places the turn (``execute_actor``)."""
     spot_queue = spot._spot
     prefix = f"{spot.name}/actor:"
     actors = {q.name[len(prefix):]: queue_core(q) for q in spot._made if q.name.startswith(prefix)}
-    by_queue = {id(q): q.name[len(prefix):] for q in spot._made if q.name.startswith(prefix)}
+    by_queue = {id(queue_place(q)): q.name[len(prefix):]
+                for q in spot._made if q.name.startswith(prefix)}
     turn_of: dict[int, str] = {}
     for rec in queue_records(spot_queue).live_records():
         gates: tuple[object, ...] = getattr(rec, "_gates", ())

@@ -141,7 +141,7 @@ def _admission_split() -> None:
             raise ZLinkRejectedError(verdict, core.name)
 
         def insert() -> Any:  # ... inserted later, unjudged
-            rec: Any = ZLinkWorkHandle(self, work)
+            rec: Any = ZLinkWorkHandle(self._rt, self._core, work)
             if core._place(rec, lane, nbytes, barrier, False):
                 self._rt.loop.call_soon(self._drain)
             return rec
@@ -169,7 +169,7 @@ def _drain_on_submitter_stack() -> None:
             return rt.call_on_loop(lambda: patched_submit(self, work, lane, payload, barrier))
         if not callable(work):
             raise TypeError(f"work must be a zero-argument callable, got {work!r}")
-        rec: Any = ZLinkWorkHandle(self, work)
+        rec: Any = ZLinkWorkHandle(self._rt, self._core, work)
         if self._core.admit(rec, lane, payload, barrier):
             self._drain()  # bug: the drain runs on the submitter's stack, not posted
         return rec
@@ -178,7 +178,7 @@ def _drain_on_submitter_stack() -> None:
         return patched_submit(self, work, 0, 0, False)
 
     def patched_transfer(self: Any, work: Any, gates: tuple[object, ...]) -> Any:
-        rec: Any = ZLinkWorkHandle(self, work)
+        rec: Any = ZLinkWorkHandle(self._rt, self._core, work)
         rec._gates = gates
         if self._core.transfer(rec):
             self._drain()  # the same bug on the SpotWide Actor path's second stage
@@ -529,49 +529,49 @@ def _cancel_off_turn() -> None:
         "the timer of dispose_after_timeout(ms) is set one millisecond past the timeout, "
         "so what is left is cancelled late")
 def _timeout_fires_late() -> None:
-    from zlink_reference._shell.scope import ScopeMixin
+    from zlink_reference._shell.scope import Scope
 
-    original = ScopeMixin.dispose_after_timeout
+    original = Scope.dispose_after_timeout
 
     def patched(self: Any, timeout_ms: float) -> None:
         original(self, timeout_ms + 1)  # bug: `>` where `>=` belongs
 
-    ScopeMixin.dispose_after_timeout = patched  # type: ignore[method-assign]
+    Scope.dispose_after_timeout = patched  # type: ignore[method-assign]
 
 
 @mutant("timeout_expires_one_queue", "SD-1", "ExpireTimeout",
         "the timer of dispose_after_timeout cancels what is left on the scope's first "
         "queue only; the other queues of a Spot stay in the timeout mode and run on")
 def _timeout_expires_one_queue() -> None:
-    from zlink_reference._shell.scope import ScopeMixin
+    from zlink_reference._shell.scope import Scope
 
     def patched(self: Any) -> None:
-        self._scope_state().timer = None
-        self._scope_cancelling()
-        for q in self._scope_queues()[:1]:  # bug: the first queue only
+        self.state().timer = None
+        self.host._scope_cancelling()
+        for q in self.host._scope_queues()[:1]:  # bug: the first queue only
             if q._core.mode == core_queue.MODE_TIMEOUT:
                 q._scope_cancel(expire=True)
             elif q._core.mode == core_queue.MODE_SAFELY:
                 q._scope_cancel(expire=False)
 
-    ScopeMixin._expire = patched  # type: ignore[method-assign]
+    Scope.expire = patched  # type: ignore[method-assign]
 
 
 @mutant("bound_spares_zombies", "D-27", "ExpireTimeout",
         "the timer of dispose_after_timeout, set after dispose_safely, cancels only what "
         "the timeout mode holds: the zombies it was set to bound run on")
 def _bound_spares_zombies() -> None:
-    from zlink_reference._shell.scope import ScopeMixin
+    from zlink_reference._shell.scope import Scope
 
     def patched(self: Any) -> None:
-        self._scope_state().timer = None
-        self._scope_cancelling()
-        for q in self._scope_queues():
+        self.state().timer = None
+        self.host._scope_cancelling()
+        for q in self.host._scope_queues():
             if q._core.mode == core_queue.MODE_TIMEOUT:
                 q._scope_cancel(expire=True)
             # bug: a queue disposed safely is skipped, its zombies unbounded (D-27)
 
-    ScopeMixin._expire = patched  # type: ignore[method-assign]
+    Scope.expire = patched  # type: ignore[method-assign]
 
 
 @mutant("dispose_safely_cancels_queued", "SD-1", "CancellationOnOwnTurn",
@@ -580,13 +580,14 @@ def _bound_spares_zombies() -> None:
 def _dispose_safely_cancels_queued() -> None:
     import asyncio
 
-    from zlink_reference._shell.scope import ScopeMixin
+    from zlink_reference._shell.scope import Scope
 
-    original = ScopeMixin.dispose_safely
+    original = Scope.dispose_safely
 
     def patched(self: Any) -> None:
-        if self._rt.on_loop_thread() and not getattr(self, "_wide", False):
-            for q in self._scope_queues():
+        host = self.host
+        if host._rt.on_loop_thread() and not getattr(host, "_wide", False):
+            for q in host._scope_queues():
                 core = q._core
                 if core.mode != core_queue.MODE_OPEN:
                     continue
@@ -599,7 +600,7 @@ def _dispose_safely_cancels_queued() -> None:
                             q._ended(rec, core_queue.CANCELLED, asyncio.CancelledError())
         original(self)
 
-    ScopeMixin.dispose_safely = patched  # type: ignore[method-assign]
+    Scope.dispose_safely = patched  # type: ignore[method-assign]
 
 
 @mutant("statistics_skip_barrier_line", "D-24", "QueueStatistics",
@@ -652,18 +653,19 @@ def _closed_queue_admits() -> None:
 @mutant("dispose_safely_keeps_waiters", "SD-3", "AwaitCompletionIgnoresZombies",
         "dispose_safely leaves await_completion waiting although only zombies are left")
 def _dispose_safely_keeps_waiters() -> None:
-    from zlink_reference._shell.scope import ScopeMixin
+    from zlink_reference._shell.scope import Scope
 
     def patched(self: Any) -> None:
-        if not self._rt.on_loop_thread():
-            self._rt.call_on_loop(self.dispose_safely)
+        host = self.host
+        if not host._rt.on_loop_thread():
+            host._rt.call_on_loop(self.dispose_safely)
             return
-        self._scope_closing()
-        for q in self._scope_queues():
+        host._scope_closing()
+        for q in host._scope_queues():
             if q._core.mode == core_queue.MODE_OPEN:
                 q._core.dispose_safely()  # bug: the waiters are not looked at
 
-    ScopeMixin.dispose_safely = patched  # type: ignore[method-assign]
+    Scope.dispose_safely = patched  # type: ignore[method-assign]
 
 
 @mutant("final_counted_once_placed", "D-22", "AwaitCompletionIgnoresZombies",
