@@ -61,6 +61,17 @@ def factory():
 
 
 read_once = functools.lru_cache(maxsize=1)(load)
+
+
+class Loader:
+    _seen: dict[str, str] = {}
+
+    def load(self, path: str) -> str:
+        return self._seen.setdefault(path, Path(path).read_text())
+
+
+def test_reaches_a_fixture_by_name(request) -> None:
+    assert request.getfixturevalue("catalogue")
 '''
 
 
@@ -75,6 +86,10 @@ def test_a_planted_module_level_cache_is_found_and_fails_the_check(tmp_path: Pat
     assert "module state changed _CACHE" in problems
     assert "global rebound _LAST" in problems
     assert "memoized function factory.inner" in problems and "cannot reach" in problems
+    # A container every instance shares, filled by a method.
+    assert "class state changed Loader._seen" in problems
+    # A fixture reached by name is not among those the plugin marks as used.
+    assert "fixture reached by name" in problems
     # The module's memoized functions are emptied at the boundary: no problem there.
     assert "settings" not in problems and "read_once" not in problems
     # Every REVIEWED entry names something of the real project, none of this module.

@@ -26,6 +26,7 @@ import fnmatch
 import importlib
 import importlib.util
 import linecache
+import os
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -103,7 +104,9 @@ class Memo:
     property", "fixture outliving a test file" (session or package scope: its value
     may hold a loader filled later), "global rebound" (``global NAME`` assigned in a
     function), "module state changed" (a module-level object changed in a function:
-    item or attribute set, a container's adding method called)."""
+    item or attribute set, a container's adding method called), "class state changed"
+    (a container held by a class changed in a method), "fixture reached by
+    name" (``request.getfixturevalue``: the plugin marks only declared fixtures)."""
 
     file: str
     line: int
@@ -140,6 +143,18 @@ def _decorator_name(node: ast.expr) -> str:
     return ""
 
 
+_CONTAINERS = frozenset({"dict", "list", "set", "defaultdict", "OrderedDict", "deque",
+                         "Counter", "WeakValueDictionary", "WeakKeyDictionary"})
+
+
+def _container(node: ast.expr) -> bool:
+    """A mutable container: a literal or a call of a container type."""
+    if isinstance(node, ast.Dict | ast.List | ast.Set | ast.DictComp | ast.ListComp |
+                  ast.SetComp):
+        return True
+    return isinstance(node, ast.Call) and _decorator_name(node) in _CONTAINERS
+
+
 def _wraps_in_cache(node: ast.Call) -> bool:
     """``cache(f)``, ``lru_cache(f)``, ``lru_cache(maxsize=N)(f)``: a function memoized
     without a decorator."""
@@ -162,6 +177,7 @@ class _Scanner(ast.NodeVisitor):
         self.found: list[Memo] = []
         self.local_names: list[set[str]] = []
         self.handled: set[int] = set()  # cache calls already recorded with their name
+        self.class_state: list[tuple[str, set[str]]] = []  # (class, its containers)
 
     def _qual(self, name: str) -> str:
         return ".".join([*(n for _, n in self.scope), name])
@@ -170,9 +186,36 @@ class _Scanner(ast.NodeVisitor):
         return any(kind == "def" for kind, _ in self.scope)
 
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        # Containers held by the class itself: shared by every instance and every caller.
+        shared = {t.id for stmt in node.body
+                  if isinstance(stmt, ast.Assign | ast.AnnAssign) and stmt.value is not None
+                  and _container(stmt.value) for t in _targets(stmt)
+                  if isinstance(t, ast.Name)}
         self.scope.append(("class", node.name))
+        self.class_state.append((node.name, shared))
         self.generic_visit(node)
+        self.class_state.pop()
         self.scope.pop()
+
+    def _class_object(self, node: ast.expr) -> str | None:
+        """``Class.NAME`` when an expression in a method changes a container the class
+        holds (through ``self.NAME``, ``cls.NAME`` or ``type(self).NAME``)."""
+        while isinstance(node, ast.Subscript):
+            node = node.value
+        while isinstance(node, ast.Attribute) and isinstance(node.value, ast.Attribute |
+                                                              ast.Subscript):
+            node = node.value
+        if not (isinstance(node, ast.Attribute) and self.class_state and
+                self._in_function()):
+            return None
+        owner, shared = self.class_state[-1]
+        base = node.value
+        if isinstance(base, ast.Call) and _decorator_name(base) == "type":
+            base = base.args[0] if base.args else base
+        if isinstance(base, ast.Name) and base.id in ("self", "cls", owner) and \
+                node.attr in shared:
+            return f"{owner}.{node.attr}"
+        return None
 
     def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         for dec in node.decorator_list:
@@ -227,6 +270,9 @@ class _Scanner(ast.NodeVisitor):
             name = self._module_object(target)
             if name is not None:
                 self.found.append(Memo(self.rel, line, name, "module state changed"))
+            held = self._class_object(target) if isinstance(target, ast.Subscript) else None
+            if held is not None:
+                self.found.append(Memo(self.rel, line, held, "class state changed"))
 
     def visit_Assign(self, node: ast.Assign) -> None:
         for t in node.targets:
@@ -257,10 +303,18 @@ class _Scanner(ast.NodeVisitor):
             self.found.append(Memo(self.rel, node.lineno, self._qual("<call>"),
                                    "memoized function", False))
         func = node.func
+        if isinstance(func, ast.Attribute) and func.attr == "getfixturevalue":
+            # The plugin marks the fixtures a test declares; one reached by name is not
+            # among them, and what its setup read would be missing from the record.
+            self.found.append(Memo(self.rel, node.lineno, self._qual("getfixturevalue"),
+                                   "fixture reached by name"))
         if isinstance(func, ast.Attribute) and func.attr in _MUTATORS:
             name = self._module_object(func.value)
             if name is not None:
                 self.found.append(Memo(self.rel, node.lineno, name, "module state changed"))
+            held = self._class_object(func.value)
+            if held is not None:
+                self.found.append(Memo(self.rel, node.lineno, held, "class state changed"))
         self.generic_visit(node)
 
 
@@ -349,11 +403,12 @@ def _attributes(holder: Any, module: str, seen: set[int]) -> Iterator[tuple[str,
                 yield f"{name}.{inner}", obj
 
 
-def _under(path: str | None, roots: tuple[Path, ...]) -> bool:
-    if not path:
+def _under(path: str | None, root: str) -> bool:
+    """A file of the checkout at ``root`` (a string ending in the separator), outside its
+    environments and build output."""
+    if not path or not path.startswith(root):
         return False
-    p = Path(path)
-    return not _SKIPPED_PARTS.intersection(p.parts) and any(r in p.parents for r in roots)
+    return not _SKIPPED_PARTS.intersection(Path(path[len(root):]).parts)
 
 
 def find_memos(root: Path, modules: Iterable[ModuleType] | None = None
@@ -362,12 +417,12 @@ def find_memos(root: Path, modules: Iterable[ModuleType] | None = None
     checkout, outside its environments): qualified name -> the function, as
     ``clear_memos`` empties them. Looked for where a later caller can reach one: a
     module's attributes and its classes' (nested classes, static and class methods)."""
-    roots = (root.resolve(),)
+    prefix = os.path.join(str(root.resolve()), "")
     chosen = list(sys.modules.values()) if modules is None else list(modules)
     found: dict[str, Callable[..., Any]] = {}
     for module in chosen:
-        if not isinstance(module, ModuleType) or not _under(getattr(module, "__file__", None),
-                                                            roots):
+        if not isinstance(module, ModuleType) or \
+                not _under(getattr(module, "__file__", None), prefix):
             continue
         for name, obj in _attributes(module, module.__name__, set()):
             if _is_memo(obj):

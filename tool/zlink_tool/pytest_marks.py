@@ -44,7 +44,9 @@ _WATCHED = frozenset({"open", "import", "os.listdir", "os.scandir", "subprocess.
                       "os.posix_spawn", "os.exec", "os.fork", "os.spawn", "os.system",
                       "_thread.start_new_thread", "os.chdir"})
 # The frames of the import system below which a module is found, loaded and run.
-_IMPORTING = frozenset({"_find_and_load", "_load", "_exec", "_load_unlocked"})
+# (``exec_module`` also when a test loads a module from its file itself.)
+_IMPORTING = frozenset({"_find_and_load", "_load", "_exec", "_load_unlocked",
+                        "exec_module"})
 _BOOTSTRAP = "<frozen importlib._bootstrap"
 OUTLIVING = ("session", "package")
 
