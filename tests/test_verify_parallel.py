@@ -96,13 +96,23 @@ LOG = """\
 103 openat(AT_FDCWD</tmp/x>, "/r/models/B.cfg", O_RDONLY <unfinished ...>
 103 <... openat resumed>) = 5</r/models/B.cfg>
 103 openat(AT_FDCWD</tmp/x>, "/opt/tla/tla2tools.jar", O_RDONLY) = 6</opt/tla/tla2tools.jar>
-101 openat(AT_FDCWD</r>, "/.zlink-test-file/tests/test_b.py", O_RDONLY) = -1 ENOENT (x)
-101 openat(AT_FDCWD</r>, "out/report.txt", O_WRONLY|O_CREAT|O_TRUNC, 0666) = 7</r/out/report.txt>
+101 openat(AT_FDCWD</r>, "/.zlink-carry/*", O_RDONLY) = -1 ENOENT (x)
 101 openat(AT_FDCWD</r>, "model/m/__pycache__/q.cpython-311.pyc", O_RDONLY) = 8
+101 openat(AT_FDCWD</r>, "/.zlink-uses/tests::server", O_RDONLY) = -1 ENOENT (x)
+101 openat(AT_FDCWD</r>, "/.zlink-carry/f/tests::server", O_RDONLY) = -1 ENOENT (x)
+101 openat(AT_FDCWD</r>, "docs/fixture.md", O_RDONLY) = 16</r/docs/fixture.md>
+101 clone3({flags=CLONE_VM, exit_signal=SIGCHLD}, 88) = 105
+101 openat(AT_FDCWD</r>, "/.zlink-carry/-", O_RDONLY) = -1 ENOENT (x)
+101 openat(AT_FDCWD</r>, "/.zlink-test-file/tests/test_b.py", O_RDONLY) = -1 ENOENT (x)
+101 openat(AT_FDCWD</r>, "/.zlink-uses/tests::server", O_RDONLY) = -1 ENOENT (x)
+105 openat(AT_FDCWD</r>, "docs/served.md", O_RDONLY) = 15</r/docs/served.md>
+101 openat(AT_FDCWD</r>, "out/report.txt", O_WRONLY|O_CREAT|O_TRUNC, 0666) = 7</r/out/report.txt>
 101 openat(AT_FDCWD</r>, "conformance/cases", O_RDONLY|O_DIRECTORY) = 9</r/conformance/cases>
 101 openat(AT_FDCWD</r>, "specs/new.md", O_RDONLY|O_CLOEXEC) = -1 ENOENT (x)
 101 openat(AT_FDCWD</r>, ".venv/lib/x.py", O_RDONLY|O_CLOEXEC) = 10</r/.venv/lib/x.py>
 101 openat(AT_FDCWD</r>, "tests/test_y.py", O_RDONLY) = 12</r/tests/test_y.py>
+101 openat(AT_FDCWD</r>, "/.zlink-test-file/tests/test_d.py", O_RDONLY) = -1 ENOENT (x)
+105 openat(AT_FDCWD</r>, "docs/served2.md", O_RDONLY) = 17</r/docs/served2.md>
 100 clone3({flags=CLONE_VM, exit_signal=SIGCHLD}, 88) = 104
 104 openat(AT_FDCWD</r>, "tests/test_a.py", O_RDONLY) = 13</r/tests/test_a.py>
 104 openat(AT_FDCWD</r>, "tests/core", O_RDONLY|O_DIRECTORY) = 14</r/tests/core>
@@ -111,18 +121,27 @@ LOG = """\
 """
 
 
-def test_the_trace_reader_gives_each_test_file_what_its_process_read_up_to_its_end() -> None:
-    # pid 101 (a pytest worker, the child of 100) marks two test files; 103 is its child
-    # (TLC), whose reads are 101's; 104 is a second worker. 100 ran no test: its reads
-    # count for every file.
+def test_the_trace_reader_gives_each_test_file_what_carries_over_and_its_own_reads() -> None:
+    # pid 101 (a pytest worker, the child of 100) marks three test files; 103 is its
+    # child (TLC), whose reads are 101's; 104 is a second worker. 100 ran no test: its
+    # reads count for every file. During test_a, 101 imports a module (its reads carry
+    # over to every later file) and sets up a session fixture that test_a and test_b
+    # use, not test_d; the fixture reads a file and starts 105 (a server), whose reads
+    # are the fixture's.
     trace = read_trace(Path("/r"), LOG)
     a, b = trace.per_file["tests/test_a.py"], trace.per_file["tests/test_b.py"]
-    assert a.files == {"models/A.tla", "specs/rules.toml", "models/B.cfg",
-                       "/opt/tla/tla2tools.jar"}
-    # test_b depends on everything its process read before it ended, and on the
-    # source a compiled file stands for, a file looked for and not found, a folder listed.
-    assert b.files == a.files | {"model/m/q.py", "specs/new.md", "tests/test_y.py"}
+    carried = {"models/A.tla", "model/m/q.py"}
+    assert a.files == carried | {"specs/rules.toml", "models/B.cfg",
+                                 "/opt/tla/tla2tools.jar", "docs/fixture.md"}
+    # test_b depends on what carried over, on its fixture's reads (those of the server
+    # it started too) and on its own reads (the source a compiled file stands for, a
+    # file looked for and not found, a folder listed), not on what test_a's own tests
+    # and their child read.
+    assert b.files == carried | {"docs/fixture.md", "docs/served.md", "specs/new.md",
+                                 "tests/test_y.py"}
     assert b.folders == {"conformance/cases"} and not a.folders
+    # test_d uses no fixture: what carried over only.
+    assert trace.per_file["tests/test_d.py"].files == carried
     # Another worker's reads are not test_a's, nor test_a's child's reads test_c's; the
     # test modules and test folders collection reads are no other test file's input
     # (a test module read while a test runs is: tests/test_y.py for test_b).

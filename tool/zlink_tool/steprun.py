@@ -3,9 +3,10 @@
 Three kinds of step, by how their inputs are known (``resultcache`` explains the cache):
 
 - a pytest step is split by test file: each test file that passed is kept with the
-  files its process had opened by the end of its last test (``tracelog``); a run
-  re-runs only the test files with no entry whose inputs are all unchanged, and says
-  how many it answered from the cache;
+  files its own tests opened and those its process read that carry over to it
+  (imports, the session fixtures it uses, collection; ``tracelog``); a run re-runs
+  only the test files with no entry whose inputs are all unchanged, and says how many
+  it answered from the cache;
 - a step with declared inputs (mypy, ruff) is kept with those files;
 - any other step is kept with everything its processes opened.
 

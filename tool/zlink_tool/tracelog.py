@@ -3,18 +3,31 @@
 ``zlink verify`` runs a step under strace to learn which files and folders of the
 checkout it opened, so the result cache can tell when a passing result still holds
 (``resultcache``). A pytest step is also split by test file: the pytest plugin
-``zlink_tool.pytest_marks`` opens a path that does not exist, ``/.zlink-test-file/<file>``,
-before each test, and the log shows it in the test process's line. A test file depends
-on everything its process opened up to the end of its last test: what it opened itself,
-and what the process opened before (collection, imports, session fixtures, and whatever
-an earlier test file left in memory: a cached loader reads a file once); when its tests
-ran in several processes (pytest-xdist), on the union of those. Threads and
-child processes (an adapter, TLC, Node) count as their parent's: their opens join the
-parent's timeline. Processes that never ran a test (pytest-xdist's controller) count
-for every test file. Collection's reads of test modules and test folders are not
-inputs of the other test files (``_other_test_module``). Files outside the checkout are
-the environment's (its digest is in the cache key), except a jar, kept by its absolute
-path: a check that ran TLC depends on the jar's bytes.
+``zlink_tool.pytest_marks`` opens paths that do not exist, and the log shows them on
+the line of the thread that opened them: ``/.zlink-test-file/<file>`` before each test
+(the process runs that file's tests from now on) and ``/.zlink-carry/1`` or ``/0``
+(the thread's reads from now on can, or cannot, carry over to a later test file).
+
+A test file depends, in each process that ran its tests, on
+
+- what the process read that can carry over, up to the end of the file's last test:
+  everything before its first test (collection, the imports, conftest), and after it
+  the reads marked as carrying over (imports and what they read, session and package
+  fixtures) and those of any thread or child process started while its starter's reads
+  carried over (a server a session fixture started keeps what it read);
+- what its own tests read: every other read between its first mark and the next file's.
+
+What an earlier file's own tests read and a loader kept in memory is not a later file's
+input because the plugin empties the project's memoized loaders at each file boundary,
+and ``memos`` (with its test) holds that no module keeps file content any other way.
+When its tests ran in several processes (pytest-xdist), a test file depends on the union.
+Threads and child processes (an adapter, TLC, Node) count as their parent's: their
+reads join the parent's timeline, carrying over or not as their starter's did at the
+time. Processes that never ran a test (pytest-xdist's controller) count for every test
+file. Collection's reads of test modules and test folders are not inputs of the other
+test files (``_other_test_module``). Files outside the checkout are the environment's
+(its digest is in the cache key), except a jar, kept by its absolute path: a check that
+ran TLC depends on the jar's bytes.
 """
 
 from __future__ import annotations
@@ -24,9 +37,17 @@ import os
 import re
 from pathlib import Path
 
-__all__ = ["MARK_PREFIX", "Reads", "read_trace"]
+__all__ = ["CARRY_PREFIX", "EVERY", "FIXTURE", "MARK_PREFIX", "OWN", "USES_PREFIX", "Reads",
+           "read_trace"]
 
 MARK_PREFIX = "/.zlink-test-file/"
+CARRY_PREFIX = "/.zlink-carry/"
+USES_PREFIX = "/.zlink-uses/"
+# Whose a thread's reads are (after CARRY_PREFIX): every later test file's, a fixture's
+# (FIXTURE + its id), or the running test file's own.
+EVERY = "*"
+FIXTURE = "f/"
+OWN = "-"
 # Folders whose contents never decide a check's result (tools' own caches, the
 # environment, which the environment digest covers, and the result cache).
 SKIPPED = frozenset({".git", ".venv", ".zlink-cache", ".pytest_cache", ".mypy_cache",
@@ -131,15 +152,20 @@ def read_trace(root: Path, log: str) -> Trace:
     root = root.resolve()
     parent: dict[int, int] = {}
     events: list[tuple[int, str, str, bool]] = []  # (pid, kind, path, folder)
+    marks = ((MARK_PREFIX, "mark"), (CARRY_PREFIX, "whose"), (USES_PREFIX, "uses"))
     for pid, call in _joined(log.splitlines()):
         if spawn := _SPAWN.match(call):
-            parent[int(spawn.group("child"))] = pid
+            child = int(spawn.group("child"))
+            parent[child] = pid
+            events.append((pid, "spawn", str(child), False))
             continue
         m = _OPEN.match(call)
         if m is None:
             continue
-        if m.group("path").startswith(MARK_PREFIX):
-            events.append((pid, "mark", m.group("path")[len(MARK_PREFIX):], False))
+        path = m.group("path")
+        kind = next((k for prefix, k in marks if path.startswith(prefix)), None)
+        if kind is not None:
+            events.append((pid, kind, path.split("/", 2)[2], False))
             continue
         found = _relative(root, m)
         if found is not None:
@@ -155,19 +181,58 @@ def read_trace(root: Path, log: str) -> Trace:
             pid = parent[pid]
         return pid
 
+    said: dict[int, str] = {}  # the last whose-mark of each thread
+    born: dict[int, str] = {}  # started while its starter's reads were not its test's own
+
+    def whose(pid: int) -> str:
+        """Whose a thread's reads are now: EVERY, FIXTURE + id, or OWN."""
+        seen: set[int] = set()
+        while pid not in seen:
+            seen.add(pid)
+            if pid in born:
+                return born[pid]
+            if pid in said:
+                return said[pid]
+            if pid in marking or pid not in parent:
+                return OWN if pid in marking else EVERY
+            pid = parent[pid]
+        return EVERY
+
     everything = Reads()
     shared = Reads()  # opened by processes that ran no test: every test file's input
-    timelines: dict[int, Reads] = {}
+    carried: dict[int, Reads] = {}  # per process: what carries over to every later file
+    fixtures: dict[tuple[int, str], Reads] = {}  # per process and fixture: its setup's
+    own: dict[int, Reads] = {}  # per process: what the running file's tests read
+    uses: dict[int, set[str]] = {}  # per process: the fixtures the running file uses
     current: dict[int, str] = {}
     per_file: dict[str, Reads] = {}
+
+    def close(who: int, name: str) -> None:
+        reads = per_file.setdefault(name, Reads())
+        reads.update(carried.setdefault(who, Reads()))
+        reads.update(own.pop(who, Reads()))
+        for fixture in uses.pop(who, set()):
+            reads.update(fixtures.get((who, fixture), Reads()))
+
     for pid, kind, path, folder in events:
         who = owner(pid)
+        if kind == "spawn":
+            if who is not None and who in current and (now := whose(pid)) != OWN:
+                born[int(path)] = now
+            continue
+        if kind == "whose":
+            said[pid] = path
+            continue
+        if kind == "uses":
+            if who is not None:
+                uses.setdefault(who, set()).add(path)
+            continue
         if kind == "mark":
             if who is None:
                 continue
             was = current.get(who)
             if was is not None and was != path:
-                per_file.setdefault(was, Reads()).update(timelines.setdefault(who, Reads()))
+                close(who, was)
             current[who] = path
             continue
         target = (everything.folders if folder else everything.files)
@@ -175,10 +240,21 @@ def read_trace(root: Path, log: str) -> Trace:
         collecting = who is None or who not in current
         if collecting and _other_test_module(path, folder):
             continue  # collection reads every test module: each is its own input only
-        line = shared if who is None else timelines.setdefault(who, Reads())
+        if who is None:
+            line = shared
+        elif collecting:
+            line = carried.setdefault(who, Reads())
+        else:
+            now = whose(pid)
+            if now == OWN:
+                line = own.setdefault(who, Reads())
+            elif now.startswith(FIXTURE):
+                line = fixtures.setdefault((who, now[len(FIXTURE):]), Reads())
+            else:
+                line = carried.setdefault(who, Reads())
         (line.folders if folder else line.files).add(path)
     for who, name in current.items():
-        per_file.setdefault(name, Reads()).update(timelines.get(who, Reads()))
+        close(who, name)
     for reads in per_file.values():
         reads.update(shared)
     return Trace(everything, per_file)
