@@ -73,6 +73,11 @@ def _tools() -> tuple[str, Path]:
         pytest.skip(str(exc))
 
 
+# Its module-scoped fixture runs once per pytest-xdist worker that gets one of its tests:
+# every test of the module goes to the same worker (verify and ./dev test: --dist loadgroup).
+pytestmark = pytest.mark.xdist_group("counterexamples")
+
+
 @pytest.fixture(scope="module")
 def bug_runs() -> Mapping[str, RunResult]:
     """Every bug configuration, run once for the whole module (two at a time)."""

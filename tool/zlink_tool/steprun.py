@@ -213,7 +213,9 @@ class StepRunner:
             junit = Path(scratch) / "junit.xml"
             argv = [*base, *options, f"--junitxml={junit}", "-o", "junit_family=xunit1"]
             if cores > 1:
-                argv += ["-n", str(cores)]
+                # loadgroup: the tests of a module marked ``xdist_group`` (a costly
+                # module or session fixture) go to one worker, which makes it once.
+                argv += ["-n", str(cores), "--dist", "loadgroup"]
             if trace is not None:
                 argv += ["-p", "zlink_tool.pytest_marks"]
             argv += todo
