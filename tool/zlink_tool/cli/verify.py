@@ -49,7 +49,7 @@ from ..checkinputs import CheckoutFiles, environment_digest
 from ..impact import ChangeError, Impact, analyse
 from ..resultcache import ResultCache, strace_available
 from ..specindex import read_spec_rules, rules_mentioned
-from ..steprun import StepRunner, step_env
+from ..steprun import TLC_CACHE_VARIABLE, StepRunner, step_env
 from ..verifyreport import build_report, to_markdown
 from ._common import layout
 from ._selection import print_impact, select, tlc_run_inputs
@@ -283,6 +283,8 @@ def _execute(step: Step, argv: list[str], cores: int, runner: StepRunner,
     files of a pytest step to run (None: all)."""
     env = step_env(step.env)
     use_cache = runner.cache.enabled and step.inputs != "none"
+    if step.paths and runner.cache.enabled:
+        env[TLC_CACHE_VARIABLE] = str(runner.cache.folder.resolve())
     if step.paths:
         base, paths = argv[:_PYTEST_BASE], list(step.paths)
         options = argv[_PYTEST_BASE:len(argv) - len(paths)]
