@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
 
 sys.path.insert(0, str(Path(__file__).parent))
 
@@ -23,6 +24,12 @@ _MUTANT = os.environ.get("ZLINK_MUTANT")
 _TIMEOUT = float(os.environ.get("ZLINK_TEST_TIMEOUT", "60"))
 if _MUTANT:
     mutants.apply(_MUTANT)
+# A test's time is never its verdict (timing targets live in benchmarks): Hypothesis's
+# default 200 ms deadline per example failed property tests on a loaded machine (an
+# example of test_SE_6_6_z3_select_next_is_the_rule took 290 ms at load 30, 27 ms again).
+# Hangs are still caught by the pytest timeout.
+settings.register_profile("zlink-tests", deadline=None)
+settings.load_profile("zlink-tests")
 # SE-8.1: the ownership checks are on for every test (the seed's "debug build"; D-25).
 set_ownership_checks(True)
 

@@ -149,3 +149,15 @@ def test_the_trace_reader_gives_each_test_file_what_carries_over_and_its_own_rea
     # Written files and the environment's are not inputs.
     assert "out/report.txt" not in trace.everything.files
     assert not any(f.startswith(".venv") for f in trace.everything.files)
+
+
+def test_an_empty_cache_starts_the_longest_step_first_by_its_typical_cost() -> None:
+    chosen = verify.steps()
+    names = [s.name for s in chosen]
+    assert set(verify.TYPICAL_SECONDS) == set(names), "a step without a typical cost"
+    empty = [s.name for s in verify.start_order(chosen, {})]
+    assert empty[0] == "tests", empty
+    assert empty == sorted(names, key=lambda n: -verify.TYPICAL_SECONDS[n])
+    # A time the cache kept wins over the typical cost.
+    kept = [s.name for s in verify.start_order(chosen, {"lint": 1000.0})]
+    assert kept[:2] == ["lint", "tests"]

@@ -52,6 +52,11 @@ def not_passed(report: SuiteReport) -> list[tuple[str, str, list[str]]]:
     return [(r.case.id, r.status, r.messages) for r in report.results if r.status != "passed"]
 
 
+# Its module-scoped fixture runs once per pytest-xdist worker that gets one of its tests:
+# every test of the module goes to the same worker (verify and ./dev test: --dist loadgroup).
+pytestmark = pytest.mark.xdist_group("java_adapter")
+
+
 @pytest.fixture(scope="module")
 def java_run(catalogue: Catalogue) -> SuiteReport:
     return run_suite(catalogue)

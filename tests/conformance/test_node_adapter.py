@@ -59,6 +59,11 @@ def run_node(script: str) -> subprocess.CompletedProcess[str]:
                           capture_output=True, text=True, timeout=30)
 
 
+# Its module-scoped fixture runs once per pytest-xdist worker that gets one of its tests:
+# every test of the module goes to the same worker (verify and ./dev test: --dist loadgroup).
+pytestmark = pytest.mark.xdist_group("node_adapter")
+
+
 @pytest.fixture(scope="module")
 def node_run(catalogue: Catalogue) -> SuiteReport:
     with Runner(adapter_argv()) as runner:

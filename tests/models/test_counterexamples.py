@@ -20,6 +20,7 @@ The parsing tests at the end need no Java: they read saved TLC output under ``da
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -28,6 +29,7 @@ import pytest
 from zlink_model.invariants import check_core
 from zlink_model.queue import QueueConfig
 from zlink_tool.cli.main import main
+from zlink_tool.resultcache import ResultCache
 from zlink_tool.statespace import concretize, load_bounds, state_of
 from zlink_tool.tla.counterexample import (
     Counterexample,
@@ -40,6 +42,7 @@ from zlink_tool.tla.counterexample import (
     render,
     to_json,
 )
+from zlink_tool.tla.runcache import RunCache
 from zlink_tool.tla.runner import (
     RunResult,
     ToolMissingError,
@@ -73,6 +76,24 @@ def _tools() -> tuple[str, Path]:
         pytest.skip(str(exc))
 
 
+# Its module-scoped fixture runs once per pytest-xdist worker that gets one of its tests:
+# every test of the module goes to the same worker (verify and ./dev test: --dist loadgroup).
+pytestmark = pytest.mark.xdist_group("counterexamples")
+
+
+def _run_cache(java: str, jar: Path) -> RunCache | None:
+    """``zlink verify``'s TLC outcomes (its tests step names the folder in
+    ``ZLINK_TLC_CACHE``), which its models step reads too: a bug configuration is run
+    by TLC once per verify, by whichever of the two comes first. The outcome is kept with
+    the digests of its modules, configuration, command, jar and Java (``RunCache``), so a
+    kept one is the outcome TLC gives these inputs. None outside verify: TLC runs."""
+    folder = os.environ.get("ZLINK_TLC_CACHE")
+    if not folder:
+        return None
+    store = ResultCache(ROOT, location=Path(folder).resolve())
+    return RunCache(store, MODELS, java, jar)
+
+
 @pytest.fixture(scope="module")
 def bug_runs() -> Mapping[str, RunResult]:
     """Every bug configuration, run once for the whole module (two at a time)."""
@@ -80,8 +101,13 @@ def bug_runs() -> Mapping[str, RunResult]:
     manifest = load_manifest(MODELS / "manifest.json")
     entries = [e for e in manifest.entries if e.name in BUG_RUNS]
     assert sorted(e.name for e in entries) == sorted(BUG_RUNS)
-    report = check_manifest(manifest, entries, workers=2, java=java, jar=jar)
-    return {r.entry.name: r for r in report.results}
+    runs = _run_cache(java, jar)
+    kept = {e.name: hit for e in entries if runs is not None and (hit := runs.load(e))}
+    fresh = [e for e in entries if e.name not in kept]
+    report = check_manifest(manifest, fresh, workers=2, java=java, jar=jar,
+                            on_done=None if runs is None else lambda r, _i, _n: runs.keep(r)
+                            ) if fresh else None
+    return {r.entry.name: r for r in (report.results if report else ())} | kept
 
 
 def _counterexample(result: RunResult) -> Counterexample:

@@ -37,6 +37,11 @@ from bench_trace import POLICY, record  # noqa: E402
 needs_java = pytest.mark.skipif(shutil.which("java") is None, reason="needs Java for TLC")
 
 
+# Its module-scoped fixture runs once per pytest-xdist worker that gets one of its tests:
+# every test of the module goes to the same worker (verify and ./dev test: --dist loadgroup).
+pytestmark = pytest.mark.xdist_group("trace_cli")
+
+
 @pytest.fixture(scope="module")
 def log() -> list[dict[str, Any]]:
     return asyncio.run(record(200, seed=3))

@@ -26,7 +26,12 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bench_trace import POLICY, record  # noqa: E402
 
-pytestmark = pytest.mark.skipif(shutil.which("java") is None, reason="needs Java for TLC")
+# Its module-scoped fixture runs once per pytest-xdist worker that gets one of its tests:
+# every test of the module goes to the same worker (verify and ./dev test: --dist loadgroup).
+pytestmark = [
+    pytest.mark.skipif(shutil.which("java") is None, reason="needs Java for TLC"),
+    pytest.mark.xdist_group("trace_tlc"),
+]
 
 
 @pytest.fixture(scope="module")

@@ -19,9 +19,12 @@ from zlink_tool.tla.transcript import build_wire_model, queue_transcripts, read_
 ROOT = Path(__file__).resolve().parents[2]
 NODE_EXAMPLE = ROOT / "conformance" / "examples" / "node"
 
+# Its module-scoped fixture runs once per pytest-xdist worker that gets one of its tests:
+# every test of the module goes to the same worker (verify and ./dev test: --dist loadgroup).
 pytestmark = [
     pytest.mark.skipif(shutil.which("java") is None, reason="needs Java for TLC"),
     pytest.mark.skipif(shutil.which("node") is None, reason="needs Node for the example"),
+    pytest.mark.xdist_group("trace_transcripts"),
 ]
 
 YIELD_CASE = "required_SE_6_7_yield_gives_the_turn_back_and_queues_again_at_the_tail"

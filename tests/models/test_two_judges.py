@@ -27,7 +27,12 @@ from zlink_tool.tla.transcript import check_queues_with_tlc, queue_transcripts, 
 ROOT = Path(__file__).resolve().parents[2]
 MODELS = ROOT / "models"
 
-pytestmark = pytest.mark.skipif(shutil.which("java") is None, reason="needs Java for TLC")
+# Its module-scoped fixture runs once per pytest-xdist worker that gets one of its tests:
+# every test of the module goes to the same worker (verify and ./dev test: --dist loadgroup).
+pytestmark = [
+    pytest.mark.skipif(shutil.which("java") is None, reason="needs Java for TLC"),
+    pytest.mark.xdist_group("two_judges"),
+]
 
 RACE_CASE = ("optional_SE_6_3_concurrent_submissions_to_one_actor_run_one_at_a_time_in_"
              "admission_order")

@@ -21,8 +21,13 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 NODE_EXAMPLE = ROOT / "conformance" / "examples" / "node"
-pytestmark = pytest.mark.skipif(shutil.which("node") is None,
-                                reason="the recipes run against the Node example")
+# One pytest-xdist worker builds ./dev dist once for every module that reads it (conftest.py's
+# session fixture `built` is made per worker).
+pytestmark = [
+    pytest.mark.skipif(shutil.which("node") is None,
+                       reason="the recipes run against the Node example"),
+    pytest.mark.xdist_group("dist"),
+]
 
 
 @dataclass(frozen=True)

@@ -39,7 +39,9 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.slow
+# One pytest-xdist worker builds ./dev dist once for every module that reads it (conftest.py's
+# session fixture `built` is made per worker).
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("dist")]
 
 ROOT = Path(__file__).resolve().parents[2]
 # Distribution -> (source folder, the one top-level package its wheel may hold).

@@ -32,11 +32,15 @@ from .importgraph import ImportGraph
 from .resultcache import ResultCache
 from .tracelog import Reads, read_trace
 
-__all__ = ["STRACE", "Outcome", "StepRunner", "expand_test_files", "run_counting_cpu",
-           "step_env"]
+__all__ = ["STRACE", "TLC_CACHE_VARIABLE", "Outcome", "StepRunner", "expand_test_files",
+           "run_counting_cpu", "step_env"]
 
 STRACE = ["strace", "-f", "-qq", "-y", "--seccomp-bpf", "-e",
           "trace=openat,open,creat,clone,clone3,fork,vfork", "-e", "signal=none"]
+# The variable naming the folder of verify's result cache to a pytest step: a test that
+# runs TLC on a manifest entry keeps and reads the outcome there, as the models step does
+# (tests/models/test_counterexamples.py), so the two run each bug configuration once.
+TLC_CACHE_VARIABLE = "ZLINK_TLC_CACHE"
 # Pytest exit codes after which each test file's own result can be trusted: all
 # passed, some failed, none selected.
 _PYTEST_RAN = (0, 1, 5)
@@ -60,10 +64,14 @@ def step_env(extra: dict[str, str]) -> dict[str, str]:
     return dict(os.environ, PYTHONUNBUFFERED="1", **extra)
 
 
+# ``ZLINK_*`` variables that say where results are kept, not what a check does.
+_NOT_PROFILE = frozenset({TLC_CACHE_VARIABLE})
+
+
 def _profile(env: dict[str, str]) -> str:
     """The variables of an environment that choose what a check does (``ZLINK_*``)."""
-    return json.dumps({k: v for k, v in env.items() if k.startswith("ZLINK_")},
-                      sort_keys=True)
+    return json.dumps({k: v for k, v in env.items()
+                       if k.startswith("ZLINK_") and k not in _NOT_PROFILE}, sort_keys=True)
 
 
 def expand_test_files(root: Path, paths: Sequence[str], options: Sequence[str]) -> list[str]:
@@ -214,7 +222,9 @@ class StepRunner:
             junit = Path(scratch) / "junit.xml"
             argv = [*base, *options, f"--junitxml={junit}", "-o", "junit_family=xunit1"]
             if cores > 1:
-                argv += ["-n", str(cores)]
+                # loadgroup: the tests of a module marked ``xdist_group`` (a costly
+                # module or session fixture) go to one worker, which makes it once.
+                argv += ["-n", str(cores), "--dist", "loadgroup"]
             if trace is not None:
                 argv += ["-p", "zlink_tool.pytest_marks"]
             argv += todo

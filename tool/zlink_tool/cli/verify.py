@@ -16,8 +16,9 @@ Steps (each a separate process, so one failing never hides another):
 Cores: `-j N` (default: every core of the machine) runs steps at the same time, at most
 N processes' worth at once: the models step spreads its TLC runs over the cores it is
 given (one JVM each), the pytest steps their tests (pytest-xdist), the rest take one
-core. The longest steps start first (by their last time). `-j 1` runs them one after
-the other in the order above. Each step's output is printed whole when it ends.
+core. The longest steps start first (by their last time, or with an empty cache by
+their typical cost). `-j 1` runs them one after the other in the order above. Each
+step's output is printed whole when it ends.
 
 Cache: a step that passed is not run again while nothing it reads has changed; it is
 reported as "cached: inputs unchanged" (`zlink_tool.resultcache` says what it reads and
@@ -48,12 +49,13 @@ from ..checkinputs import CheckoutFiles, environment_digest
 from ..impact import ChangeError, Impact, analyse
 from ..resultcache import ResultCache, strace_available
 from ..specindex import read_spec_rules, rules_mentioned
-from ..steprun import StepRunner, step_env
+from ..steprun import TLC_CACHE_VARIABLE, StepRunner, step_env
 from ..verifyreport import build_report, to_markdown
 from ._common import layout
 from ._selection import print_impact, select, tlc_run_inputs
 
-__all__ = ["Step", "StepResult", "configure", "involved_rules", "run", "steps"]
+__all__ = ["TYPICAL_SECONDS", "Step", "StepResult", "configure", "involved_rules", "run",
+           "start_order", "steps"]
 
 # Pytest files that other steps own, so the `tests` step does not run them twice.
 _OWNED = {
@@ -281,6 +283,8 @@ def _execute(step: Step, argv: list[str], cores: int, runner: StepRunner,
     files of a pytest step to run (None: all)."""
     env = step_env(step.env)
     use_cache = runner.cache.enabled and step.inputs != "none"
+    if step.paths and runner.cache.enabled:
+        env[TLC_CACHE_VARIABLE] = str(runner.cache.folder.resolve())
     if step.paths:
         base, paths = argv[:_PYTEST_BASE], list(step.paths)
         options = argv[_PYTEST_BASE:len(argv) - len(paths)]
@@ -304,6 +308,23 @@ def _execute(step: Step, argv: list[str], cores: int, runner: StepRunner,
     rules = involved_rules(out.output, runner.root) if not ok else []
     return StepResult(step.name, status, out.seconds, out.output, rules, out.cached,
                       out.note, None if only is None else tuple(sorted(only)), out.cpu)
+
+
+# What each step typically costs, in seconds of CPU (user + system) of a cold run on the
+# 2-core reference machine (docs/performance.md, "The verify loop"): the start order when
+# the cache holds no time of a step yet, so that an empty cache starts the longest step
+# first too and the short one-core steps fill the cores at the end.
+TYPICAL_SECONDS = {
+    "tests": 420.0, "mutants": 65.0, "models": 57.0, "self-test": 37.0,
+    "properties": 21.0, "symbolic": 19.0, "types": 3.0, "conformance": 1.6,
+    "rules": 0.6, "policy": 0.3, "lint": 0.1,
+}
+
+
+def start_order(chosen: list[Step], last: dict[str, float]) -> list[Step]:
+    """The steps longest first: by the time each took last (``last``), else by its
+    typical cost, else as a one-minute step."""
+    return sorted(chosen, key=lambda s: -last.get(s.name, TYPICAL_SECONDS.get(s.name, 60.0)))
 
 
 def _timings(cache: ResultCache) -> dict[str, float]:
@@ -334,12 +355,8 @@ def run_steps(chosen: list[Step], args: argparse.Namespace, root: Path,
     runner = StepRunner(root, cache, environment_digest(root), strace_available())
     display = _Display(len(chosen))
     results: dict[str, StepResult] = {}
-    if jobs > 1:
-        # Longest first (the last time each took), so the long ones do not end alone.
-        last = _timings(cache)
-        queue = sorted(chosen, key=lambda s: -last.get(s.name, 60.0))
-    else:
-        queue = list(chosen)
+    # Longest first, so the long ones do not end alone (-j 1: the listed order).
+    queue = start_order(chosen, _timings(cache)) if jobs > 1 else list(chosen)
     free = jobs
     cond = threading.Condition()
 
