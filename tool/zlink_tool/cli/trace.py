@@ -63,6 +63,7 @@ from ..tla.trace import (
     check_with_tlc,
 )
 from ..tla.transcript import (
+    WIRE_STEP_ACTIONS,
     QueueTranscript,
     TranscriptError,
     check_queues_with_tlc,
@@ -175,7 +176,7 @@ def _unmatched_step(q: QueueTranscript) -> Callable[[int], tuple[int, str, str]]
             return step.position, TAKE_NEXT, (
                 f"the settle reply (transcript entry {step.position}) came while a turn "
                 "given or a work's end was still unreported: something could progress")
-        action = TLC_EVENTS[step.op][0]
+        action = WIRE_STEP_ACTIONS[step.op][0]
         return step.position, step.op, (
             f"{step.wire} of {step.work} (transcript entry {step.position}) is not a step "
             f"{action} can take there, whatever the steps the wire does not show")
@@ -297,7 +298,7 @@ def _tlc_record(name: str, verdict: TlcTraceVerdict,
     if verdict.first_unmatched is not None:
         position, event, reason = unmatched(verdict.first_unmatched)
         record["event"] = position
-        record.setdefault("rules", TLC_EVENTS[event][1])
+        record.setdefault("rules", (TLC_EVENTS.get(event) or WIRE_STEP_ACTIONS[event])[1])
         record.setdefault("reason", reason)
     return record
 
