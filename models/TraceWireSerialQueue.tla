@@ -99,7 +99,8 @@ VARIABLES
     mode,   \* the scope's disposal mode (Disposal.tla's): "open", "safely",
             \* "timeout" (its timer runs) or "cancelled"
     done,   \* the disposal commands of log k taken (indices of LogDisposals[k])
-    told    \* the zombies a zombie event reported
+    told,   \* the zombies a zombie event reported
+    held    \* a session's final work accepted and not placed yet (D-12); 0 if none
 
 SQ == <<app, life, barrier, appCount, appBytes, lifeCount, lifeBytes, nextSeq,
         drainScheduled, draining, current, streak, closed, suspended,
@@ -144,6 +145,14 @@ Ends(w) ==
     /\ zombie' = zombie \ {w}
     /\ UNCHANGED <<mode, done, told>>
 
+(* Live(i): the works accepted and not ended, a held final work included    *)
+(* (D-22: it is a work from its acceptance on).                            *)
+Live(i) == {w \in 1..Len(LogLanes[i]) : phase[w] \in Q(i)!LivePhases \/ w = held}
+
+(* A session's final work is due (D-12): every work accepted before it has *)
+(* ended, or a disposal cancelled it.                                      *)
+FinalDue(i) == held # 0 /\ (held \in cancelReq \/ Live(i) = {held})
+
 (* Cancel (Disposal.tla's, on SerialQueue.tla's state as the core's cancel  *)
 (* does it): a queued work that never started, whose cancellation is       *)
 (* pending, leaves its lane and its reservation is released.               *)
@@ -177,6 +186,10 @@ Cancel(i, w) ==
 Do(i, j) ==
     LET e == Log[i][j] IN
     CASE e.op = "admit" -> Q(i)!Admit(j) /\ UNCHANGED DI
+      \* a session's final work accepted (D-12): held back, the session closes
+      [] e.op = "hold" ->
+            /\ e.w # 0 /\ held = 0 /\ phase[e.w] = "new"
+            /\ Q(i)!Close /\ held' = e.w /\ UNCHANGED DI
       [] e.op = "reject" -> Q(i)!Reject(j) /\ e.flag = closed /\ UNCHANGED DI
       [] e.op = "take_next" ->
             /\ \/ ~lag /\ Take(i) /\ current' = e.w
@@ -191,22 +204,33 @@ Do(i, j) ==
       [] e.op = "cancel" ->
             /\ e.w # 0 /\ e.w \in cancelReq
             /\ \/ ~lag /\ ending = 0 /\ current = e.w /\ ending' = e.w /\ UNCHANGED SQ
-               \/ Cancel(i, e.w) /\ UNCHANGED ending
+                  /\ UNCHANGED held
+               \/ Cancel(i, e.w) /\ UNCHANGED <<ending, held>>
+               \* a held final work cancelled before it was placed (D-22)
+               \/ /\ e.w = held /\ held' = 0 /\ phase' = [phase EXCEPT ![e.w] = "done"]
+                  /\ UNCHANGED <<app, life, barrier, appCount, appBytes, lifeCount,
+                                 lifeBytes, nextSeq, drainScheduled, draining, current,
+                                 streak, closed, suspended, wid, seq, resumes, returned,
+                                 yields, budgetUsed, ending>>
             /\ Ends(e.w)
       \* zombie: a live work DisposeSafely marked, reported once
       [] e.op = "dispose_safely" ->
-            /\ e.w \in zombie \ told /\ phase[e.w] \in Q(i)!LivePhases
+            /\ e.w \in zombie \ told /\ e.w \in Live(i)
             /\ told' = told \cup {e.w}
             /\ UNCHANGED <<cancelReq, zombie, mode, done>> /\ UNCHANGED SQ
       [] e.op = "yield_turn" ->
             /\ ~lag /\ ending = 0 /\ e.w \notin cancelReq /\ Q(i)!YieldTurn(e.w)
             /\ UNCHANGED DI
       \* a settle answered: nothing could progress, so every unseen take was
-      \* reported, every terminal event's work ended by then, and every queued
-      \* work whose cancellation is pending was cancelled
+      \* reported, every terminal event's work ended by then, every queued work
+      \* whose cancellation is pending was cancelled, and a final work due was
+      \* placed
       [] e.op = "sync" ->
             /\ ~lag /\ ending = 0 /\ UNCHANGED SQ /\ UNCHANGED DI
             /\ \A w \in cancelReq : phase[w] # "queued"
+            /\ ~FinalDue(i)
+            \* and no ready work waited for a turn nobody held
+            /\ Q(i)!HasReady => current # 0
 
 (* The next event: entry l + 1, or, inside a racing run, any entry of the   *)
 (* run not matched yet.                                                    *)
@@ -217,6 +241,7 @@ Step(i) ==
         /\ taken' = IF l + 1 = e.hi THEN {} ELSE taken \cup {j}
         /\ lag' = (lag /\ e.op # "take_next")
         /\ e.op \notin {"finish", "cancel"} => UNCHANGED ending
+        /\ e.op \notin {"hold", "cancel"} => UNCHANGED held
         \* a disposal whose reply came before this event had taken effect
         /\ \A c \in DOMAIN LogDisposals[i] :
                0 <= LogDisposals[i][c].by /\ LogDisposals[i][c].by <= l => c \in done
@@ -228,8 +253,7 @@ ReturnAfter(i, w) ==
     IN  IF js = {} THEN 0 ELSE Log[i][CHOOSE j \in js : \A m \in js : m <= j].ret
 
 (* The disposal steps, Disposal.tla's actions of the same names on this     *)
-(* queue's disposal state; Live is the works accepted and not ended.       *)
-Live(i) == {w \in 1..Len(LogLanes[i]) : phase[w] \in Q(i)!LivePhases}
+(* queue's disposal state.                                                 *)
 
 \* Cancelling everything live (Disposal.tla's CancelAll): a suspended work's
 \* pending call is cut short (CallReturns no longer waits for the runner).
@@ -284,22 +308,38 @@ SurviveCancel(w) ==
     /\ zombie' = zombie \cup {w}
     /\ UNCHANGED <<mode, done, told>>
 
+(* Transfer (the core's transfer, as SpotWide.tla's Transfer places a turn):  *)
+(* the held final work is placed in the application lane at the fixed cost, *)
+(* never refused, the queue being closed (D-6, D-12), once every work       *)
+(* accepted before it has ended.                                           *)
+Transfer(i) ==
+    /\ FinalDue(i) /\ held \notin cancelReq
+    /\ Q(i)!Insert(held)
+    /\ UNCHANGED <<returned, yields, budgetUsed>>
+    /\ held' = 0
+
 (* What the wire does not show. Close only once the transcript sent the    *)
 (* close command: LogCloseAfter[i] events of the queue came before it. A   *)
 (* pending cancellation cuts a suspended work's call short.                *)
+QueueHidden(i) ==
+    \/ Q(i)!EnterDrain \/ Q(i)!EndSlice \/ Q(i)!ExitDrain \/ Q(i)!BudgetExpires
+    \/ \E w \in 1..Len(LogLanes[i]) :
+           \/ Q(i)!CallReturns(w) /\ (l >= ReturnAfter(i, w) \/ w \in cancelReq)
+           \/ Q(i)!Requeue(w)
+    \/ LogCloseAfter[i] >= 0 /\ l >= LogCloseAfter[i] /\ Q(i)!Close
+
+DisposalHidden(i) ==
+    \/ \E c \in DOMAIN LogDisposals[i] : DisposalCommand(i, c)
+    \/ ExpireTimeout(i) /\ UNCHANGED done /\ UNCHANGED SQ
+    \/ \E w \in 1..Len(LogLanes[i]) : SurviveCancel(w) /\ UNCHANGED SQ
+
 Hidden(i) ==
-    \/ /\ \/ Q(i)!EnterDrain \/ Q(i)!EndSlice \/ Q(i)!ExitDrain \/ Q(i)!BudgetExpires
-          \/ \E w \in 1..Len(LogLanes[i]) :
-                 \/ Q(i)!CallReturns(w) /\ (l >= ReturnAfter(i, w) \/ w \in cancelReq)
-                 \/ Q(i)!Requeue(w)
-          \/ LogCloseAfter[i] >= 0 /\ l >= LogCloseAfter[i] /\ Q(i)!Close
-       /\ UNCHANGED <<lag, ending>> /\ UNCHANGED DI
-    \/ ~lag /\ Take(i) /\ lag' = TRUE /\ UNCHANGED ending /\ UNCHANGED DI
-    \/ ending # 0 /\ Q(i)!Finish(ending) /\ ending' = 0 /\ UNCHANGED lag /\ UNCHANGED DI
-    \/ /\ \/ \E c \in DOMAIN LogDisposals[i] : DisposalCommand(i, c)
-          \/ ExpireTimeout(i) /\ UNCHANGED done /\ UNCHANGED SQ
-          \/ \E w \in 1..Len(LogLanes[i]) : SurviveCancel(w) /\ UNCHANGED SQ
-       /\ UNCHANGED <<lag, ending>>
+    \/ Transfer(i) /\ UNCHANGED <<lag, ending>> /\ UNCHANGED DI
+    \/ QueueHidden(i) /\ UNCHANGED <<lag, ending, held>> /\ UNCHANGED DI
+    \/ ~lag /\ Take(i) /\ lag' = TRUE /\ UNCHANGED <<ending, held>> /\ UNCHANGED DI
+    \/ /\ ending # 0 /\ Q(i)!Finish(ending) /\ ending' = 0
+       /\ UNCHANGED <<lag, held>> /\ UNCHANGED DI
+    \/ DisposalHidden(i) /\ UNCHANGED <<lag, ending, held>>
 
 (* Register i holds the furthest log i got (-1 once it matched); register  *)
 (* NLogs + 1 how many logs matched.                                        *)
@@ -310,6 +350,7 @@ TraceInit ==
     /\ lag = FALSE
     /\ ending = 0
     /\ cancelReq = {} /\ zombie = {} /\ mode = "open" /\ done = {} /\ told = {}
+    /\ held = 0
     /\ \E i \in Logs : k = i /\ Q(i)!Init /\ TLCSet(i, 0)
     /\ TLCSet(NLogs + 1, 0)
 
@@ -342,6 +383,16 @@ FifoWithinLane == \A i \in Logs : k = i => Q(i)!FifoWithinLane
 LifecycleBurstBounded == \A i \in Logs : k = i => Q(i)!LifecycleBurstBounded
 NoResumeWithoutRequeue == \A i \in Logs : k = i => Q(i)!NoResumeWithoutRequeue
 NoLostWakeup == \A i \in Logs : k = i => Q(i)!NoLostWakeup
-CapacityRespected == \A i \in Logs : k = i => Q(i)!CapacityRespected
+(* SE-5.1, D-6: SerialQueue.tla's, on the admitted works: a session's final *)
+(* work is placed by a transfer, which is never refused (it reserves the   *)
+(* fixed cost in the application lane on top of the admitted works).       *)
+Transferred(i) ==
+    {w \in {Log[i][j].w : j \in {j \in DOMAIN Log[i] : Log[i][j].op = "hold"}} :
+        phase[w] \in Q(i)!LivePhases}
+CapacityRespected ==
+    \A i \in Logs : k = i =>
+        /\ appCount - Cardinality(Transferred(i)) <= LogAppCountCap[i]
+        /\ appBytes - Q(i)!SumReservations(Transferred(i)) <= LogAppByteCap[i]
+        /\ lifeCount <= LogLifeCountCap[i] /\ lifeBytes <= LogLifeByteCap[i]
 ReservationsBalanced == \A i \in Logs : k = i => Q(i)!ReservationsBalanced
 =============================================================================

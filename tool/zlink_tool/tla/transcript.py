@@ -81,6 +81,8 @@ _TRANSITIONS: Final[Mapping[str, tuple[str, ...]]] = {w.name: w.transitions for 
 # one op of its data module each becomes: cancelled (Finish on the work's turn, or Cancel
 # before it started: the trace spec tells which from the queue's state) and zombie.
 _DISPOSAL_OPS: Final[Mapping[str, str]] = {"cancelled": CANCEL, "zombie": DISPOSE_SAFELY}
+# The op of a session's final work's acceptance (D-12): held back, not admitted yet.
+HOLD: Final = "hold"
 # Each op of the data module: the trace spec's action(s) that take it, and the rules a
 # refused one is reported under (the vocabulary's, for every transition it may be).
 WIRE_STEP_ACTIONS: Final[Mapping[str, tuple[str, str]]] = {
@@ -89,6 +91,7 @@ WIRE_STEP_ACTIONS: Final[Mapping[str, tuple[str, str]]] = {
              ", ".join(dict.fromkeys(r for e in (CANCEL, FINISH)
                                      for r in transition(e).rules))),
     DISPOSE_SAFELY: ("DisposeSafely", transition(DISPOSE_SAFELY).rule_text),
+    HOLD: ("the final work's acceptance (it closes the session)", "D-12, SE-6.2"),
 }
 # A disposal command's mode (the wire's word) as the hidden step of the trace spec it
 # allows: Dispose, DisposeSafely, DisposeAfterTimeout, or RuntimeEnd ("end", SD-5).
@@ -296,18 +299,20 @@ def queue_transcripts(entries: Sequence[tuple[str, Mapping[str, Any]]]) -> list[
             q.not_checked = (f"entry {pos}: {work} is admitted by {sub.route.admit} and runs "
                              f"on {sub.route.run}: a transfer, SpotWide.tla's")
             continue
-        if sub.target.type == "session" and sub.entry == "execute_final":
-            q.not_checked = (f"entry {pos}: {work} is a session's final work, placed by a "
-                             "step the wire does not show (D-12), which SerialQueue.tla "
-                             "does not have")
-            continue
+        op = _DISPOSAL_OPS.get(name, steps[0])
+        if sub.final and op == ADMIT:
+            # D-12: accepted and held back, the session closing at once; placed later
+            # by a hidden Transfer
+            op = HOLD
+            if q.close_after < 0:
+                q.close_after = len(q.steps)
         on_call = msg.get("call")
         if name == "yielded" and isinstance(on_call, str) and on_call not in settled:
             pending[on_call] = (q, len(q.steps))
-        q.steps.append(WireStep(_DISPOSAL_OPS.get(name, steps[0]), work, pos, name,
+        q.steps.append(WireStep(op, work, pos, name,
                                 closed=name == "rejected" and msg.get("reason") == "closed",
                                 kind=_kind(sub), payload=sub.payload,
-                                race=racing if steps[0] in (ADMIT, REJECT) else 0))
+                                race=racing if op in (ADMIT, REJECT, HOLD) else 0))
         moved.add(owner)
     return list(queues.values())
 
@@ -386,7 +391,7 @@ def _log_data(q: QueueTranscript) -> WireLogData:
     lane: dict[str, tuple[str, int]] = {}
     yields: dict[str, int] = {}
     for step in q.steps:
-        if step.op in (ADMIT, REJECT) and step.work not in lane:
+        if step.op in (ADMIT, REJECT, HOLD) and step.work not in lane:
             order.append(step.work)
             lane[step.work] = (step.kind, step.payload)
         if step.op == YIELD_TURN:
