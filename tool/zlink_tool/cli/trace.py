@@ -17,7 +17,10 @@ recorder writes it. The Python check replays each queue's events through the pur
 every queue invariant (zlink_model.invariants) over the events and the replaying
 cores. With --tlc, each queue's events also become a path SerialQueue.tla must be able
 to take (zlink_tool.tla.trace); a queue whose log has events outside that model
-(disposal, transfers) is reported as not checked by TLC, never as passed.
+(disposal, transfers) is reported as not checked by TLC, never as passed. A
+conformance transcript's queues go through TraceWireSerialQueue.tla instead
+(zlink_tool.tla.transcript), whose walk has Disposal.tla's steps and a session's final
+work too; there only a SpotWide transfer leaves a queue not checked.
 
 Every finding names its rules: an invariant's rule IDs, or the rules of the event that
 could not be matched.
@@ -185,7 +188,8 @@ def _unmatched_step(q: QueueTranscript) -> Callable[[int], tuple[int, str, str]]
 
 def check_transcript(args: argparse.Namespace) -> int:
     """``zlink trace check`` on a conformance transcript: the kit's model oracle judges
-    the whole case; with --tlc, TLC judges each queue SerialQueue.tla covers."""
+    the whole case; with --tlc, TLC judges each queue TraceWireSerialQueue.tla covers
+    (every queue but those with a SpotWide transfer)."""
     if args.policy or args.no_yield or args.units_per_ms != 1.0:
         return _fail("a transcript carries its own policies and targets (the runner's "
                      "create commands): --policy, --no-yield and --units-per-ms are for "

@@ -68,8 +68,8 @@ from .trace import (
     scaled_limits,
 )
 
-__all__ = ["WIRE_FILES", "WIRE_STEP_ACTIONS", "QueueTranscript", "TranscriptError", "WireModel", "WireStep",
-           "build_wire_model", "check_queues_with_tlc",
+__all__ = ["HOLD", "WIRE_FILES", "WIRE_STEP_ACTIONS", "QueueTranscript", "TranscriptError",
+           "WireModel", "WireStep", "build_wire_model", "check_queues_with_tlc",
            "is_transcript", "queue_transcripts",
            "read_transcript"]
 
@@ -96,7 +96,7 @@ WIRE_STEP_ACTIONS: Final[Mapping[str, tuple[str, str]]] = {
 # A disposal command's mode (the wire's word) as the hidden step of the trace spec it
 # allows: Dispose, DisposeSafely, DisposeAfterTimeout, or RuntimeEnd ("end", SD-5).
 _DISPOSAL_MODES: Final[Mapping[str, str]] = {
-    DISPOSE: "dispose", DISPOSE_SAFELY: "safely", DISPOSE_AFTER_TIMEOUT: "timeout"}
+    DISPOSE: DISPOSE, DISPOSE_SAFELY: "safely", DISPOSE_AFTER_TIMEOUT: "timeout"}
 
 
 class TranscriptError(ValueError):
@@ -297,7 +297,8 @@ def queue_transcripts(entries: Sequence[tuple[str, Mapping[str, Any]]]) -> list[
             continue
         if sub.route.admit != sub.route.run:
             q.not_checked = (f"entry {pos}: {work} is admitted by {sub.route.admit} and runs "
-                             f"on {sub.route.run}: a transfer, SpotWide.tla's")
+                             f"on {sub.route.run}: a transfer, SpotWide.tla's (the trace "
+                             "spec walks one queue; a SpotWide turn moves between two)")
             continue
         op = _DISPOSAL_OPS.get(name, steps[0])
         if sub.final and op == ADMIT:
@@ -326,7 +327,7 @@ def _disposal(cmd: str, msg: Mapping[str, Any], not_safely: set[str]) -> str | N
         return None
     mode = str(msg.get("mode"))
     if mode == "destroy":
-        return "dispose" if str(msg.get("target")) in not_safely else "safely"
+        return DISPOSE if str(msg.get("target")) in not_safely else "safely"
     if mode not in _DISPOSAL_MODES:
         raise TranscriptError(f"dispose command with mode {mode!r}: not one of "
                               f"{', '.join(sorted([*_DISPOSAL_MODES, 'destroy']))}")
@@ -488,7 +489,7 @@ Log == {log}
 
 # A batch stops growing at this many logs or events (one TLC run; a bigger one takes
 # memory for little gain: the JVM's start is paid once already).
-BATCH_LOGS: Final = 400
+BATCH_LOGS: Final = 500
 BATCH_EVENTS: Final = 20_000
 
 
