@@ -177,8 +177,10 @@ def _unmatched_step(q: QueueTranscript) -> Callable[[int], tuple[int, str, str]]
         step = q.steps[index]
         if step.op == "sync":
             return step.position, TAKE_NEXT, (
-                f"the settle reply (transcript entry {step.position}) came while a turn "
-                "given or a work's end was still unreported: something could progress")
+                f"the settle reply (transcript entry {step.position}) came while something "
+                "could still progress: a turn given or a work's end unreported, ready work "
+                "with no turn holder, a queued work's pending cancellation, or a session's "
+                "final work due")
         action = WIRE_STEP_ACTIONS[step.op][0]
         return step.position, step.op, (
             f"{step.wire} of {step.work} (transcript entry {step.position}) is not a step "
