@@ -48,6 +48,31 @@
 (*    model computes them), and whether a rejection was for a full lane or *)
 (*    a closed queue beyond the reason (a "closed" reason needs Close).    *)
 (*                                                                         *)
+(* Disposal (SD-1 .. SD-5, D-8, D-27): a queue whose scope was disposed is  *)
+(* checked here too, on SerialQueue.tla's lanes and reservations, with the *)
+(* disposal state of Disposal.tla beside them: cancelReq (cancellations    *)
+(* pending delivery), zombie (works marked zombies), mode ("open",         *)
+(* "safely", "timeout", "cancelled"). Each disposal command the transcript *)
+(* sent to the queue's target (LogDisposals) is one hidden step, taken     *)
+(* once, after the command was sent and before the first event after its   *)
+(* reply (the call had taken effect when it returned): Dispose,            *)
+(* DisposeSafely, DisposeAfterTimeout, as Disposal.tla's actions of those  *)
+(* names, each closing the queue as well; the runtime's end (SD-5) is      *)
+(* RuntimeEnd, which cancels a queue's works once none of them is active.  *)
+(* ExpireTimeout (the timer fires) and SurviveCancel (a work catches its    *)
+(* cancellation and goes on, a zombie) are hidden steps at any moment they *)
+(* are enabled, as time and a work's code are not modelled. Observed:      *)
+(*  - cancelled: the turn holder with a pending cancellation ends          *)
+(*    cancelled (Finish, D-8: on its own turn), or a queued work that      *)
+(*    never started and has one ends without a turn (Cancel: it leaves    *)
+(*    its lane and its reservation is released, as the core's cancel);     *)
+(*    nothing else may end cancelled (dispose_safely cancels nothing);     *)
+(*  - zombie: a live work DisposeSafely marked, reported once;             *)
+(*  - a queued work whose cancellation is pending never gets the turn, and *)
+(*    a settle is answered only once every such work has ended.            *)
+(* Disposal.tla's one FIFO line is SerialQueue.tla's lanes here, so the    *)
+(* order of turns stays checked after a disposal.                          *)
+(*                                                                         *)
 (* Verdicts (run without deadlock checking), per log k:                    *)
 (*  - <<"TRACE_MATCHED", k, n>> printed: log k is a behaviour of the spec; *)
 (*  - not printed: no way through; the largest <<"TRACE_AT", k, n>>       *)
@@ -67,12 +92,20 @@ VARIABLES
     taken,  \* entries of the current racing run matched ahead of l
     lag,    \* the turn holder got its turn in a hidden take: its started or
             \* resumed event is still to come
-    ending  \* the work whose terminal event was seen, not yet ended by the queue
+    ending, \* the work whose terminal event was seen, not yet ended by the queue
             \* (its reservation released: a hidden Finish); NoWork if none
+    cancelReq, \* works whose cancellation is pending delivery (Disposal.tla's)
+    zombie, \* works marked zombies (Disposal.tla's)
+    mode,   \* the scope's disposal mode (Disposal.tla's): "open", "safely",
+            \* "timeout" (its timer runs) or "cancelled"
+    done,   \* the disposal commands of log k taken (indices of LogDisposals[k])
+    told,   \* the zombies a zombie event reported
+    held    \* a session's final work accepted and not placed yet (D-12); 0 if none
 
 SQ == <<app, life, barrier, appCount, appBytes, lifeCount, lifeBytes, nextSeq,
         drainScheduled, draining, current, streak, closed, suspended,
         phase, wid, seq, resumes, returned, yields, budgetUsed>>
+DI == <<cancelReq, zombie, mode, done, told>>
 
 Logs == 1..NLogs
 Admissions(i) == {j \in DOMAIN Log[i] : Log[i][j].op \in {"admit", "reject"}}
@@ -98,6 +131,49 @@ Q(i) == INSTANCE SerialQueue WITH
     BurstLimit <- LogBurstLimit[i],
     CloseAllowed <- LogCloseAfter[i] >= 0
 
+(* SerialQueue.tla's TakeNext, where the work taken is not a queued one    *)
+(* whose cancellation is pending (Disposal.tla's TakeNext: it never        *)
+(* starts; Cancel ends it).                                                *)
+Take(i) ==
+    /\ Q(i)!TakeNext
+    /\ ~(phase[current'] = "queued" /\ current' \in cancelReq)
+
+(* The disposal state after w's terminal event (Disposal.tla's Finish and   *)
+(* Cancel): its cancellation is spent, it is no zombie any more.           *)
+Ends(w) ==
+    /\ cancelReq' = cancelReq \ {w}
+    /\ zombie' = zombie \ {w}
+    /\ UNCHANGED <<mode, done, told>>
+
+(* Live(i): the works accepted and not ended, a held final work included    *)
+(* (D-22: it is a work from its acceptance on).                            *)
+Live(i) == {w \in 1..Len(LogLanes[i]) : phase[w] \in Q(i)!LivePhases \/ w = held}
+
+(* A session's final work is due (D-12): every work accepted before it has *)
+(* ended, or a disposal cancelled it.                                      *)
+FinalDue(i) == held # 0 /\ (held \in cancelReq \/ Live(i) = {held})
+
+(* Cancel (Disposal.tla's, on SerialQueue.tla's state as the core's cancel  *)
+(* does it): a queued work that never started, whose cancellation is       *)
+(* pending, leaves its lane and its reservation is released.               *)
+Cancel(i, w) ==
+    /\ phase[w] = "queued"
+    /\ app' = SelectSeq(app, LAMBDA x : x # w)
+    /\ life' = SelectSeq(life, LAMBDA x : x # w)
+    /\ barrier' = SelectSeq(barrier, LAMBDA x : x # w)
+    /\ IF Q(i)!ReserveLane(w) = "life"
+       THEN /\ lifeCount' = lifeCount - 1
+            /\ lifeBytes' = lifeBytes - Q(i)!Reservation(w)
+            /\ UNCHANGED <<appCount, appBytes>>
+       ELSE /\ appCount' = appCount - 1
+            /\ appBytes' = appBytes - Q(i)!Reservation(w)
+            /\ UNCHANGED <<lifeCount, lifeBytes>>
+    /\ phase' = [phase EXCEPT ![w] = "done"]
+    /\ wid' = [wid EXCEPT ![w] = -1]
+    /\ seq' = [seq EXCEPT ![w] = -1]
+    /\ UNCHANGED <<nextSeq, drainScheduled, draining, current, streak, closed,
+                   suspended, resumes, returned, yields, budgetUsed>>
+
 (* One observed event of log i, entry j: its action, for the work it names. *)
 (* A rejection says whether it was for a closed queue (flag); a take whether *)
 (* it was a resume (flag: resumed, not started). A take may have happened   *)
@@ -109,19 +185,52 @@ Q(i) == INSTANCE SerialQueue WITH
 (* reservation released) in a hidden step after it (ending).               *)
 Do(i, j) ==
     LET e == Log[i][j] IN
-    CASE e.op = "admit" -> Q(i)!Admit(j)
-      [] e.op = "reject" -> Q(i)!Reject(j) /\ e.flag = closed
+    CASE e.op = "admit" -> Q(i)!Admit(j) /\ UNCHANGED DI
+      \* a session's final work accepted (D-12): held back, the session closes
+      [] e.op = "hold" ->
+            /\ e.w # 0 /\ held = 0 /\ phase[e.w] = "new"
+            /\ Q(i)!Close /\ held' = e.w /\ UNCHANGED DI
+      [] e.op = "reject" -> Q(i)!Reject(j) /\ e.flag = closed /\ UNCHANGED DI
       [] e.op = "take_next" ->
-            /\ \/ ~lag /\ Q(i)!TakeNext /\ current' = e.w
+            /\ \/ ~lag /\ Take(i) /\ current' = e.w
                \/ lag /\ current = e.w /\ UNCHANGED SQ
             /\ (resumes[e.w] > 0) = e.flag  \* started, or resumed after a yield
+            /\ UNCHANGED DI
       [] e.op = "finish" ->
             /\ ~lag /\ ending = 0 /\ current = e.w /\ e.w # 0
             /\ ending' = e.w /\ UNCHANGED SQ
-      [] e.op = "yield_turn" -> ~lag /\ ending = 0 /\ Q(i)!YieldTurn(e.w)
+            /\ Ends(e.w)
+      \* cancelled: on the work's own turn, or before it ever started
+      [] e.op = "cancel" ->
+            /\ e.w # 0 /\ e.w \in cancelReq
+            /\ \/ ~lag /\ ending = 0 /\ current = e.w /\ ending' = e.w /\ UNCHANGED SQ
+                  /\ UNCHANGED held
+               \/ Cancel(i, e.w) /\ UNCHANGED <<ending, held>>
+               \* a held final work cancelled before it was placed (D-22)
+               \/ /\ e.w = held /\ held' = 0 /\ phase' = [phase EXCEPT ![e.w] = "done"]
+                  /\ UNCHANGED <<app, life, barrier, appCount, appBytes, lifeCount,
+                                 lifeBytes, nextSeq, drainScheduled, draining, current,
+                                 streak, closed, suspended, wid, seq, resumes, returned,
+                                 yields, budgetUsed, ending>>
+            /\ Ends(e.w)
+      \* zombie: a live work DisposeSafely marked, reported once
+      [] e.op = "dispose_safely" ->
+            /\ e.w \in zombie \ told /\ e.w \in Live(i)
+            /\ told' = told \cup {e.w}
+            /\ UNCHANGED <<cancelReq, zombie, mode, done>> /\ UNCHANGED SQ
+      [] e.op = "yield_turn" ->
+            /\ ~lag /\ ending = 0 /\ e.w \notin cancelReq /\ Q(i)!YieldTurn(e.w)
+            /\ UNCHANGED DI
       \* a settle answered: nothing could progress, so every unseen take was
-      \* reported and every terminal event's work ended by then
-      [] e.op = "sync" -> ~lag /\ ending = 0 /\ UNCHANGED SQ
+      \* reported, every terminal event's work ended by then, every queued work
+      \* whose cancellation is pending was cancelled, and a final work due was
+      \* placed
+      [] e.op = "sync" ->
+            /\ ~lag /\ ending = 0 /\ UNCHANGED SQ /\ UNCHANGED DI
+            /\ \A w \in cancelReq : phase[w] # "queued"
+            /\ ~FinalDue(i)
+            \* and no ready work waited for a turn nobody held
+            /\ Q(i)!HasReady => current # 0
 
 (* The next event: entry l + 1, or, inside a racing run, any entry of the   *)
 (* run not matched yet.                                                    *)
@@ -131,7 +240,11 @@ Step(i) ==
         /\ Do(i, j)
         /\ taken' = IF l + 1 = e.hi THEN {} ELSE taken \cup {j}
         /\ lag' = (lag /\ e.op # "take_next")
-        /\ e.op # "finish" => UNCHANGED ending
+        /\ e.op \notin {"finish", "cancel"} => UNCHANGED ending
+        /\ e.op \notin {"hold", "cancel"} => UNCHANGED held
+        \* a disposal whose reply came before this event had taken effect
+        /\ \A c \in DOMAIN LogDisposals[i] :
+               0 <= LogDisposals[i][c].by /\ LogDisposals[i][c].by <= l => c \in done
 
 (* How many events of log i came before the runner settled the call w is    *)
 (* suspended on (its latest yield_turn's ret; 0 when no command does).      *)
@@ -139,17 +252,94 @@ ReturnAfter(i, w) ==
     LET js == {j \in 1..l : Log[i][j].op = "yield_turn" /\ Log[i][j].w = w}
     IN  IF js = {} THEN 0 ELSE Log[i][CHOOSE j \in js : \A m \in js : m <= j].ret
 
+(* The disposal steps, Disposal.tla's actions of the same names on this     *)
+(* queue's disposal state.                                                 *)
+
+\* Cancelling everything live (Disposal.tla's CancelAll): a suspended work's
+\* pending call is cut short (CallReturns no longer waits for the runner).
+CancelAll(i) ==
+    /\ cancelReq' = cancelReq \cup Live(i)
+    /\ mode' = "cancelled"
+    /\ UNCHANGED <<zombie, told>>
+
+Dispose(i) ==
+    IF mode # "cancelled" THEN CancelAll(i) ELSE UNCHANGED <<cancelReq, zombie, mode, told>>
+
+DisposeSafely(i) ==
+    IF mode = "open"
+    THEN /\ zombie' = zombie \cup Live(i) /\ mode' = "safely"
+         /\ UNCHANGED <<cancelReq, told>>
+    ELSE UNCHANGED <<cancelReq, zombie, mode, told>>
+
+\* D-27: after dispose_safely, the call bounds the zombies left (a bound already
+\* running stays the one that holds).
+DisposeAfterTimeout(i) ==
+    IF mode = "open" \/ (mode = "safely" /\ Live(i) # {})
+    THEN mode' = "timeout" /\ UNCHANGED <<cancelReq, zombie, told>>
+    ELSE UNCHANGED <<cancelReq, zombie, mode, told>>
+
+ExpireTimeout(i) == mode = "timeout" /\ CancelAll(i)
+
+\* SD-5: the runtime ends once no active work is left; the zombies still
+\* running are then cancelled.
+RuntimeEnd(i) ==
+    /\ Live(i) \subseteq zombie
+    /\ IF Live(i) # {} THEN CancelAll(i) ELSE UNCHANGED <<cancelReq, zombie, mode, told>>
+
+(* Disposal command c of log i (sent after LogDisposals[i][c].after events  *)
+(* of the queue), taken once; every disposal closes the queue too.         *)
+DisposalCommand(i, c) ==
+    LET d == LogDisposals[i][c] IN
+    /\ c \notin done /\ l >= d.after
+    /\ done' = done \cup {c}
+    /\ CASE d.how = "dispose" -> Dispose(i)
+          [] d.how = "safely" -> DisposeSafely(i)
+          [] d.how = "timeout" -> DisposeAfterTimeout(i)
+          [] d.how = "end" -> RuntimeEnd(i)
+    /\ \/ ~closed /\ Q(i)!Close
+       \/ closed /\ UNCHANGED SQ
+
+(* SurviveCancel (Disposal.tla's): the turn holder's cancellation is        *)
+(* delivered on its turn and it does not end: the delivery is spent and it *)
+(* is a zombie.                                                            *)
+SurviveCancel(w) ==
+    /\ current = w /\ w \in cancelReq
+    /\ cancelReq' = cancelReq \ {w}
+    /\ zombie' = zombie \cup {w}
+    /\ UNCHANGED <<mode, done, told>>
+
+(* Transfer (the core's transfer, as SpotWide.tla's Transfer places a turn):  *)
+(* the held final work is placed in the application lane at the fixed cost, *)
+(* never refused, the queue being closed (D-6, D-12), once every work       *)
+(* accepted before it has ended.                                           *)
+Transfer(i) ==
+    /\ FinalDue(i) /\ held \notin cancelReq
+    /\ Q(i)!Insert(held)
+    /\ UNCHANGED <<returned, yields, budgetUsed>>
+    /\ held' = 0
+
 (* What the wire does not show. Close only once the transcript sent the    *)
-(* close command: LogCloseAfter[i] events of the queue came before it.     *)
+(* close command: LogCloseAfter[i] events of the queue came before it. A   *)
+(* pending cancellation cuts a suspended work's call short.                *)
+QueueHidden(i) ==
+    \/ Q(i)!EnterDrain \/ Q(i)!EndSlice \/ Q(i)!ExitDrain \/ Q(i)!BudgetExpires
+    \/ \E w \in 1..Len(LogLanes[i]) :
+           \/ Q(i)!CallReturns(w) /\ (l >= ReturnAfter(i, w) \/ w \in cancelReq)
+           \/ Q(i)!Requeue(w)
+    \/ LogCloseAfter[i] >= 0 /\ l >= LogCloseAfter[i] /\ Q(i)!Close
+
+DisposalHidden(i) ==
+    \/ \E c \in DOMAIN LogDisposals[i] : DisposalCommand(i, c)
+    \/ ExpireTimeout(i) /\ UNCHANGED done /\ UNCHANGED SQ
+    \/ \E w \in 1..Len(LogLanes[i]) : SurviveCancel(w) /\ UNCHANGED SQ
+
 Hidden(i) ==
-    \/ /\ \/ Q(i)!EnterDrain \/ Q(i)!EndSlice \/ Q(i)!ExitDrain \/ Q(i)!BudgetExpires
-          \/ \E w \in 1..Len(LogLanes[i]) :
-                 \/ Q(i)!CallReturns(w) /\ l >= ReturnAfter(i, w)
-                 \/ Q(i)!Requeue(w)
-          \/ LogCloseAfter[i] >= 0 /\ l >= LogCloseAfter[i] /\ Q(i)!Close
-       /\ UNCHANGED <<lag, ending>>
-    \/ ~lag /\ Q(i)!TakeNext /\ lag' = TRUE /\ UNCHANGED ending
-    \/ ending # 0 /\ Q(i)!Finish(ending) /\ ending' = 0 /\ UNCHANGED lag
+    \/ Transfer(i) /\ UNCHANGED <<lag, ending>> /\ UNCHANGED DI
+    \/ QueueHidden(i) /\ UNCHANGED <<lag, ending, held>> /\ UNCHANGED DI
+    \/ ~lag /\ Take(i) /\ lag' = TRUE /\ UNCHANGED <<ending, held>> /\ UNCHANGED DI
+    \/ /\ ending # 0 /\ Q(i)!Finish(ending) /\ ending' = 0
+       /\ UNCHANGED <<lag, held>> /\ UNCHANGED DI
+    \/ DisposalHidden(i) /\ UNCHANGED <<lag, ending, held>>
 
 (* Register i holds the furthest log i got (-1 once it matched); register  *)
 (* NLogs + 1 how many logs matched.                                        *)
@@ -159,6 +349,8 @@ TraceInit ==
     /\ taken = {}
     /\ lag = FALSE
     /\ ending = 0
+    /\ cancelReq = {} /\ zombie = {} /\ mode = "open" /\ done = {} /\ told = {}
+    /\ held = 0
     /\ \E i \in Logs : k = i /\ Q(i)!Init /\ TLCSet(i, 0)
     /\ TLCSet(NLogs + 1, 0)
 
@@ -191,6 +383,16 @@ FifoWithinLane == \A i \in Logs : k = i => Q(i)!FifoWithinLane
 LifecycleBurstBounded == \A i \in Logs : k = i => Q(i)!LifecycleBurstBounded
 NoResumeWithoutRequeue == \A i \in Logs : k = i => Q(i)!NoResumeWithoutRequeue
 NoLostWakeup == \A i \in Logs : k = i => Q(i)!NoLostWakeup
-CapacityRespected == \A i \in Logs : k = i => Q(i)!CapacityRespected
+(* SE-5.1, D-6: SerialQueue.tla's, on the admitted works: a session's final *)
+(* work is placed by a transfer, which is never refused (it reserves the   *)
+(* fixed cost in the application lane on top of the admitted works).       *)
+Transferred(i) ==
+    {w \in {Log[i][j].w : j \in {j \in DOMAIN Log[i] : Log[i][j].op = "hold"}} :
+        phase[w] \in Q(i)!LivePhases}
+CapacityRespected ==
+    \A i \in Logs : k = i =>
+        /\ appCount - Cardinality(Transferred(i)) <= LogAppCountCap[i]
+        /\ appBytes - Q(i)!SumReservations(Transferred(i)) <= LogAppByteCap[i]
+        /\ lifeCount <= LogLifeCountCap[i] /\ lifeBytes <= LogLifeByteCap[i]
 ReservationsBalanced == \A i \in Logs : k = i => Q(i)!ReservationsBalanced
 =============================================================================

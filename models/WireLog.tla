@@ -26,6 +26,11 @@ LogYields == <<<<1, 0, 0>>>>
 \* Events of the queue seen before the close command was sent (-1: never sent).
 LogCloseAfter == <<-1>>
 
+\* The disposal commands sent to the queue's target, in order: how (dispose,
+\* safely, timeout, or end: the runtime's end), after how many events of the
+\* queue it was sent, by how many its reply came (-1: it sets no deadline).
+LogDisposals == <<<<>>>>
+
 \* Each log's events in order: op is the core event the wire event reports; w the
 \* work (0: one this queue never admitted); flag whether a rejection was for a
 \* closed queue, or whether a take was a resume (resumed, not started); ret, for

@@ -46,7 +46,8 @@ def _add_extras(sub: Any) -> None:
     sub.choices["run"].add_argument(
         "--tlc", action="store_true",
         help="also judge each case that did not pass with TLC: its transcript, queue by "
-             "queue, against SerialQueue.tla (zlink trace check TRANSCRIPT --tlc); needs "
+             "queue, against SerialQueue.tla and its disposal steps (zlink trace check "
+             "TRANSCRIPT --tlc); needs "
              "Java. Transcripts go to --transcripts DIR, or a temporary directory")
     _add_self_test(sub)
     add_judges(sub)
@@ -130,7 +131,8 @@ def tlc_judge(transcripts: list[Path], models: Path,
         if isinstance(last, dict) and last.get("verdict") not in ("passed", "skipped", None):
             failing.append(path)
     print(f"tlc: judging the transcripts of {len(failing)} case(s) that did not pass, queue "
-          "by queue, against SerialQueue.tla (one TLC run for all of them)")
+          "by queue, against SerialQueue.tla with the disposal steps (one TLC run for all of "
+          "them)")
     queues = []
     for path in failing:
         with path.open(encoding="utf-8") as fh:
@@ -149,8 +151,8 @@ def tlc_judge(transcripts: list[Path], models: Path,
             print(escaped(f"  {path.stem}: TLC finds no broken rule on the "
                           f"{len(checked)} queue(s) it covers"))
         else:
-            print(escaped(f"  {path.stem}: no queue TLC covers (each is SpotWide's or "
-                          "Disposal's)"))
+            print(escaped(f"  {path.stem}: no queue TLC covers (each has a SpotWide "
+                          "transfer or a session's final work)"))
         for r in records:
             if r["status"] == "error":
                 print(escaped(f"    ERROR tlc: {r['queue']}: {r['reason']}"))

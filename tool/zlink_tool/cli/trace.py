@@ -17,7 +17,10 @@ recorder writes it. The Python check replays each queue's events through the pur
 every queue invariant (zlink_model.invariants) over the events and the replaying
 cores. With --tlc, each queue's events also become a path SerialQueue.tla must be able
 to take (zlink_tool.tla.trace); a queue whose log has events outside that model
-(disposal, transfers) is reported as not checked by TLC, never as passed.
+(disposal, transfers) is reported as not checked by TLC, never as passed. A
+conformance transcript's queues go through TraceWireSerialQueue.tla instead
+(zlink_tool.tla.transcript), whose walk has Disposal.tla's steps and a session's final
+work too; there only a SpotWide transfer leaves a queue not checked.
 
 Every finding names its rules: an invariant's rule IDs, or the rules of the event that
 could not be matched.
@@ -63,6 +66,7 @@ from ..tla.trace import (
     check_with_tlc,
 )
 from ..tla.transcript import (
+    WIRE_STEP_ACTIONS,
     QueueTranscript,
     TranscriptError,
     check_queues_with_tlc,
@@ -173,9 +177,11 @@ def _unmatched_step(q: QueueTranscript) -> Callable[[int], tuple[int, str, str]]
         step = q.steps[index]
         if step.op == "sync":
             return step.position, TAKE_NEXT, (
-                f"the settle reply (transcript entry {step.position}) came while a turn "
-                "given or a work's end was still unreported: something could progress")
-        action = TLC_EVENTS[step.op][0]
+                f"the settle reply (transcript entry {step.position}) came while something "
+                "could still progress: a turn given or a work's end unreported, ready work "
+                "with no turn holder, a queued work's pending cancellation, or a session's "
+                "final work due")
+        action = WIRE_STEP_ACTIONS[step.op][0]
         return step.position, step.op, (
             f"{step.wire} of {step.work} (transcript entry {step.position}) is not a step "
             f"{action} can take there, whatever the steps the wire does not show")
@@ -184,7 +190,8 @@ def _unmatched_step(q: QueueTranscript) -> Callable[[int], tuple[int, str, str]]
 
 def check_transcript(args: argparse.Namespace) -> int:
     """``zlink trace check`` on a conformance transcript: the kit's model oracle judges
-    the whole case; with --tlc, TLC judges each queue SerialQueue.tla covers."""
+    the whole case; with --tlc, TLC judges each queue TraceWireSerialQueue.tla covers
+    (every queue but those with a SpotWide transfer)."""
     if args.policy or args.no_yield or args.units_per_ms != 1.0:
         return _fail("a transcript carries its own policies and targets (the runner's "
                      "create commands): --policy, --no-yield and --units-per-ms are for "
@@ -297,7 +304,7 @@ def _tlc_record(name: str, verdict: TlcTraceVerdict,
     if verdict.first_unmatched is not None:
         position, event, reason = unmatched(verdict.first_unmatched)
         record["event"] = position
-        record.setdefault("rules", TLC_EVENTS[event][1])
+        record.setdefault("rules", (TLC_EVENTS.get(event) or WIRE_STEP_ACTIONS[event])[1])
         record.setdefault("reason", reason)
     return record
 

@@ -16,7 +16,7 @@ The two must agree. They part when
 
 Either is a disagreement, named by the transcript entry where the two part. A refusal
 by one judge on something the other does not judge (an event of a queue TLC does not
-cover: a transfer, a disposal, a session's final work; a rule only the oracle checks)
+cover: a SpotWide transfer; a rule only the oracle checks)
 is not a disagreement. All the checkable queues of all the transcripts go to TLC
 together (``check_queues_with_tlc``: a few JVMs, not one a queue).
 """
@@ -146,7 +146,7 @@ def _compare(name: str, oracle: ModelVerdict, queues: Sequence[QueueTranscript],
             step = q.steps[verdict.first_unmatched]
             if oracle.undecided is None and (diverged is None or diverged > step.position):
                 why = (f"{verdict.broken_invariant} broke" if verdict.broken_invariant
-                       else "no step of SerialQueue.tla takes it")
+                       else "no step of the trace spec takes it")
                 found.append(Disagreement(
                     name, step.position, q.owner, "tlc",
                     f"{step.wire} of {step.work}: {why}; the oracle "

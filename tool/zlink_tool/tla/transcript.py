@@ -18,11 +18,17 @@ target its lane policy. The steps the wire never shows (the drain's, the time bu
 a call returning, the resume permit queueing, and ``close`` taking effect after its
 command) are left to the model's nondeterminism in ``models/TraceWireSerialQueue.tla``.
 
+Disposals are judged on the same walk: each disposal command sent to the queue's target
+(``dispose`` in its modes, ``destroy`` as SD-4 makes it, ``runtime_end``) is a hidden
+step of the trace spec taken once between the command and the first event after its
+reply, with Disposal.tla's state beside SerialQueue.tla's; ``cancelled`` is ``finish`` on
+the work's own turn or ``cancel`` before it started (the spec tells which), ``zombie`` is
+``dispose_safely`` (``_DISPOSAL_OPS``).
+
 A queue is not checked by TLC (said so, never passed) when its part of the transcript
-needs a step ``SerialQueue.tla`` does not have: a transition of another model
-(``cancelled`` may be ``cancel``, ``zombie`` is ``dispose_safely``: Disposal.tla's), or a
-work admitted by one queue and run on another (a SpotWide transfer, a session's final
-work placed later: SpotWide.tla's and D-12's).
+needs a step the trace spec does not have: a work admitted by one queue and run on
+another (a SpotWide transfer, SpotWide.tla's), or a session's final work placed later
+(D-12).
 """
 
 from __future__ import annotations
@@ -40,6 +46,11 @@ from zlink_conformance.protocol.wire import CLOSE_COMMAND, DISPOSE_COMMAND
 from zlink_model.policy import ZLinkExecutionLanePolicy
 from zlink_model.vocabulary import (
     ADMIT,
+    CANCEL,
+    DISPOSE,
+    DISPOSE_AFTER_TIMEOUT,
+    DISPOSE_SAFELY,
+    FINISH,
     REJECT,
     TAKE_NEXT,
     WIRE_EVENTS,
@@ -57,8 +68,8 @@ from .trace import (
     scaled_limits,
 )
 
-__all__ = ["WIRE_FILES", "QueueTranscript", "TranscriptError", "WireModel", "WireStep",
-           "build_wire_model", "check_queues_with_tlc",
+__all__ = ["HOLD", "WIRE_FILES", "WIRE_STEP_ACTIONS", "QueueTranscript", "TranscriptError",
+           "WireModel", "WireStep", "build_wire_model", "check_queues_with_tlc",
            "is_transcript", "queue_transcripts",
            "read_transcript"]
 
@@ -66,6 +77,26 @@ __all__ = ["WIRE_FILES", "QueueTranscript", "TranscriptError", "WireModel", "Wir
 WIRE_FILES: Final = ("SerialQueue.tla", "TraceWireSerialQueue.tla", "TraceWireSerialQueue.cfg")
 _SERIAL: Final = tla_actions("SerialQueue")
 _TRANSITIONS: Final[Mapping[str, tuple[str, ...]]] = {w.name: w.transitions for w in WIRE_EVENTS}
+# The wire events of Disposal.tla's transitions TraceWireSerialQueue.tla judges, as the
+# one op of its data module each becomes: cancelled (Finish on the work's turn, or Cancel
+# before it started: the trace spec tells which from the queue's state) and zombie.
+_DISPOSAL_OPS: Final[Mapping[str, str]] = {"cancelled": CANCEL, "zombie": DISPOSE_SAFELY}
+# The op of a session's final work's acceptance (D-12): held back, not admitted yet.
+HOLD: Final = "hold"
+# Each op of the data module: the trace spec's action(s) that take it, and the rules a
+# refused one is reported under (the vocabulary's, for every transition it may be).
+WIRE_STEP_ACTIONS: Final[Mapping[str, tuple[str, str]]] = {
+    **{event: (t.action, t.rule_text) for event, t in _SERIAL.items()},
+    CANCEL: ("Finish (on its turn) or Cancel (never started)",
+             ", ".join(dict.fromkeys(r for e in (CANCEL, FINISH)
+                                     for r in transition(e).rules))),
+    DISPOSE_SAFELY: ("DisposeSafely", transition(DISPOSE_SAFELY).rule_text),
+    HOLD: ("the final work's acceptance (it closes the session)", "D-12, SE-6.2"),
+}
+# A disposal command's mode (the wire's word) as the hidden step of the trace spec it
+# allows: Dispose, DisposeSafely, DisposeAfterTimeout, or RuntimeEnd ("end", SD-5).
+_DISPOSAL_MODES: Final[Mapping[str, str]] = {
+    DISPOSE: DISPOSE, DISPOSE_SAFELY: "safely", DISPOSE_AFTER_TIMEOUT: "timeout"}
 
 
 class TranscriptError(ValueError):
@@ -96,6 +127,10 @@ class QueueTranscript:
         default_factory=ZLinkExecutionLanePolicy)
     steps: list[WireStep] = dataclasses.field(default_factory=list)
     close_after: int = -1  # events of this queue seen before a close command; -1: none
+    # The disposal commands that reached the queue's target, in order: (how, after, by):
+    # how the trace spec's step (dispose, safely, timeout, end), after the queue's events
+    # before the command was sent, by those before its reply came (-1: no deadline).
+    disposals: list[tuple[str, int, int]] = dataclasses.field(default_factory=list)
     not_checked: str | None = None
 
 
@@ -145,6 +180,9 @@ def queue_transcripts(entries: Sequence[tuple[str, Mapping[str, Any]]]) -> list[
     works: dict[str, Submission] = {}
     queues: dict[str, QueueTranscript] = {}
     closed: set[str] = set()  # targets a close or disposal was sent to
+    not_safely: set[str] = set()  # targets as_not_safely was sent to (SD-4)
+    disposed: dict[str, list[tuple[str, int]]] = {}  # target -> (how, command index)
+    awaiting: list[tuple[QueueTranscript, int]] = []  # disposals whose reply is to come
     pending: dict[str, tuple[QueueTranscript, int]] = {}  # call -> its yield step
     settled: set[str] = set()  # calls the runner completed or failed
     races = 0  # submit_concurrent commands so far
@@ -166,6 +204,9 @@ def queue_transcripts(entries: Sequence[tuple[str, Mapping[str, Any]]]) -> list[
                 owner, policies.get(target, {}).get(which) or ZLinkExecutionLanePolicy())
             if target in closed:
                 q.close_after = 0
+            # a disposal before the queue's first event: taken before it
+            q.disposals = [(how, 0, 0 if index < len(entries) else -1)
+                           for how, index in disposed.get(target, [])]
         return q
 
     for pos, (direction, msg) in enumerate(entries):
@@ -196,18 +237,35 @@ def queue_transcripts(entries: Sequence[tuple[str, Mapping[str, Any]]]) -> list[
                 if call in pending:  # the call returns from here on, not before
                     q, index = pending.pop(call)
                     q.steps[index] = dataclasses.replace(q.steps[index], ret=len(q.steps))
+            elif cmd == "as_not_safely":
+                not_safely.add(str(msg.get("target")))
             elif cmd in (CLOSE_COMMAND, DISPOSE_COMMAND, "runtime_end"):
-                # A disposal closes too; whatever else it does shows as events of
-                # Disposal.tla (cancelled, zombie), which leave the queue unchecked.
+                # A disposal closes too; what else it does is a hidden step of the
+                # trace spec (Dispose, DisposeSafely, DisposeAfterTimeout, RuntimeEnd).
                 names = set(targets) if cmd == "runtime_end" else {str(msg.get("target"))}
                 closed.update(names)
+                how = _disposal(cmd, msg, not_safely)
+                if how is not None:
+                    # the runtime's end waits for active work: no deadline (SD-5)
+                    index = len(entries) if how == "end" else pos
+                    for name in names:
+                        disposed.setdefault(name, []).append((how, index))
                 for q in queues.values():
                     sub_target = q.owner.split("/", 1)[0]
-                    if sub_target in names and q.close_after < 0:
-                        q.close_after = len(q.steps)
+                    if sub_target in names:
+                        if q.close_after < 0:
+                            q.close_after = len(q.steps)
+                        if how is not None:
+                            q.disposals.append((how, len(q.steps), -1))
+                            if how != "end":
+                                awaiting.append((q, len(q.disposals) - 1))
             continue
         if "re" in msg:
             racing = 0  # the reply: every racing verdict was written before it
+            for q, index in awaiting:  # the disposal had taken effect by its reply
+                how, after, _ = q.disposals[index]
+                q.disposals[index] = (how, after, len(q.steps))
+            awaiting.clear()
             if last_cmd == "settle" and msg.get("ok"):
                 # nothing could progress: a step "sync" for each queue that moved since
                 for q in queues.values():
@@ -229,7 +287,7 @@ def queue_transcripts(entries: Sequence[tuple[str, Mapping[str, Any]]]) -> list[
         if q.not_checked:
             continue
         outside = [t for t in steps if t not in _SERIAL]
-        if outside:
+        if outside and name not in _DISPOSAL_OPS:
             models = ", ".join(sorted({m for t in outside for m in transition(t).modules}))
             q.not_checked = (f"entry {pos}: {name} of {work} reports "
                              f"{' or '.join(steps)}, which is {models}'s, not SerialQueue.tla's")
@@ -239,22 +297,41 @@ def queue_transcripts(entries: Sequence[tuple[str, Mapping[str, Any]]]) -> list[
             continue
         if sub.route.admit != sub.route.run:
             q.not_checked = (f"entry {pos}: {work} is admitted by {sub.route.admit} and runs "
-                             f"on {sub.route.run}: a transfer, SpotWide.tla's")
+                             f"on {sub.route.run}: a transfer, SpotWide.tla's (the trace "
+                             "spec walks one queue; a SpotWide turn moves between two)")
             continue
-        if sub.target.type == "session" and sub.entry == "execute_final":
-            q.not_checked = (f"entry {pos}: {work} is a session's final work, placed by a "
-                             "step the wire does not show (D-12), which SerialQueue.tla "
-                             "does not have")
-            continue
+        op = _DISPOSAL_OPS.get(name, steps[0])
+        if sub.final and op == ADMIT:
+            # D-12: accepted and held back, the session closing at once; placed later
+            # by a hidden Transfer
+            op = HOLD
+            if q.close_after < 0:
+                q.close_after = len(q.steps)
         on_call = msg.get("call")
         if name == "yielded" and isinstance(on_call, str) and on_call not in settled:
             pending[on_call] = (q, len(q.steps))
-        q.steps.append(WireStep(steps[0], work, pos, name,
+        q.steps.append(WireStep(op, work, pos, name,
                                 closed=name == "rejected" and msg.get("reason") == "closed",
                                 kind=_kind(sub), payload=sub.payload,
-                                race=racing if steps[0] in (ADMIT, REJECT) else 0))
+                                race=racing if op in (ADMIT, REJECT, HOLD) else 0))
         moved.add(owner)
     return list(queues.values())
+
+
+def _disposal(cmd: str, msg: Mapping[str, Any], not_safely: set[str]) -> str | None:
+    """The trace spec's disposal step a command allows (None for ``close``): a
+    ``destroy`` disposes safely unless ``as_not_safely`` was sent first (SD-4)."""
+    if cmd == "runtime_end":
+        return "end"
+    if cmd != DISPOSE_COMMAND:
+        return None
+    mode = str(msg.get("mode"))
+    if mode == "destroy":
+        return DISPOSE if str(msg.get("target")) in not_safely else "safely"
+    if mode not in _DISPOSAL_MODES:
+        raise TranscriptError(f"dispose command with mode {mode!r}: not one of "
+                              f"{', '.join(sorted([*_DISPOSAL_MODES, 'destroy']))}")
+    return _DISPOSAL_MODES[mode]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -267,6 +344,7 @@ class WireLogData:
     payloads: str
     yields: str
     close_after: int
+    disposals: str
     log: str
     works: tuple[str, ...]  # model work i + 1 is works[i]
     notes: tuple[str, ...]
@@ -314,7 +392,7 @@ def _log_data(q: QueueTranscript) -> WireLogData:
     lane: dict[str, tuple[str, int]] = {}
     yields: dict[str, int] = {}
     for step in q.steps:
-        if step.op in (ADMIT, REJECT) and step.work not in lane:
+        if step.op in (ADMIT, REJECT, HOLD) and step.work not in lane:
             order.append(step.work)
             lane[step.work] = (step.kind, step.payload)
         if step.op == YIELD_TURN:
@@ -331,8 +409,11 @@ def _log_data(q: QueueTranscript) -> WireLogData:
     fields = limits.module_fields(table)
     policy = ", ".join(str(getattr(limits, name)) for name in _POLICY_FIELDS)
     log = "<<\n        " + ",\n        ".join(ops) + "\n    >>" if ops else "<< >>"
+    disposals = "<<" + ", ".join(f'[how |-> "{how}", after |-> {after}, by |-> {by}]'
+                                 for how, after, by in q.disposals) + ">>"
     return WireLogData(policy, str(fields["lanes"]), str(fields["payloads"]),
-                       str(fields["yields"]), q.close_after, log, tuple(order), notes)
+                       str(fields["yields"]), q.close_after, disposals, log, tuple(order),
+                       notes)
 
 
 # The data module's policy tuples, in the order _log_data writes a log's values.
@@ -361,6 +442,7 @@ def build_wire_model(queues: QueueTranscript | Sequence[QueueTranscript]) -> Wir
         payloads=column([f"<<{log.payloads}>>" for log in logs]),
         yields=column([f"<<{log.yields}>>" for log in logs]),
         close_after=column([str(log.close_after) for log in logs]),
+        disposals=column([log.disposals for log in logs]),
         log="<<\n    " + ",\n    ".join(log.log for log in logs) + "\n>>")
     return WireModel(module, logs)
 
@@ -389,6 +471,11 @@ LogYields == {yields}
 \\* Events of the queue seen before the close command was sent (-1: never sent).
 LogCloseAfter == {close_after}
 
+\\* The disposal commands sent to the queue's target, in order: how (dispose,
+\\* safely, timeout, or end: the runtime's end), after how many events of the
+\\* queue it was sent, by how many its reply came (-1: it sets no deadline).
+LogDisposals == {disposals}
+
 \\* Each log's events in order: op is the core event the wire event reports; w the
 \\* work (0: one this queue never admitted); flag whether a rejection was for a
 \\* closed queue, or whether a take was a resume (resumed, not started); ret, for
@@ -402,7 +489,7 @@ Log == {log}
 
 # A batch stops growing at this many logs or events (one TLC run; a bigger one takes
 # memory for little gain: the JVM's start is paid once already).
-BATCH_LOGS: Final = 400
+BATCH_LOGS: Final = 500
 BATCH_EVENTS: Final = 20_000
 
 
