@@ -386,13 +386,13 @@ def test_the_time_the_runner_spends_judging_is_not_the_adapter_s(
     when the judging began, and the adapter is not called hung for it. (Before, the
     reset was sent with the case's deadline already past: "no answer within the case
     timeout while waiting for the reply to 'reset'", an error charged to the runtime.)"""
+    from zlink_conformance.oracle.log import CaseLog
+    from zlink_conformance.oracle.model import ModelVerdict, check_model
     from zlink_conformance.runner import suite
 
-    judge = suite.check_model
-
-    def slow_judge(*args: object, **kwargs: object) -> object:
+    def slow_judge(log: CaseLog, *, single_resource: bool = False) -> ModelVerdict:
         time.sleep(1.5)
-        return judge(*args, **kwargs)  # type: ignore[arg-type]
+        return check_model(log, single_resource=single_resource)
 
     monkeypatch.setattr(suite, "check_model", slow_judge)
     case = next(c for c in catalogue.cases
