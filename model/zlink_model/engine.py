@@ -141,7 +141,8 @@ class ReplayEngine(Generic[W]):
         """Apply an observed step to every world of the closure and keep those in which
         it is legal (each distinct state once). Returns [] when some world is left;
         otherwise every candidate world with its error, in closure order, and the
-        worlds stay as they were (a lone world may have been changed in place)."""
+        worlds stay as they were (a lone world, and a world the closure made, may have
+        been changed in place by the step that failed there)."""
         worlds = self.worlds
         if self.hidden is None and len(worlds) == 1:
             # A trace's replay: the closure is this world (see ``closure``), and the
@@ -155,12 +156,16 @@ class ReplayEngine(Generic[W]):
             return []
         candidates = self.closure()
         single = len(candidates) == 1
+        # Only the current worlds need a copy to stay as they were: a world the closure
+        # made by a hidden step is nobody else's, so the step may change it in place
+        # (most of a replay's copies were of those).
+        current = {id(w) for w in worlds}
         illegal = self.illegal
         survivors: list[W] = []
         failures: list[Failure[W]] = []
         seen: set[Hashable] = set()
         for world in candidates:
-            nxt = world if single else world.copy()
+            nxt = world if single or id(world) not in current else world.copy()
             try:
                 step(nxt)
             except illegal as exc:

@@ -171,6 +171,37 @@ def test_settle_that_counts_woken_work_late_is_caught(
     assert "[SE-6.5 model NoLostWakeup] settle reply" in out
 
 
+ORDER_CASE = ("required_SE_6_3_a_nested_submission_and_the_runner_s_are_reported_in_the_"
+              "order_the_queue_judged_them")
+
+
+@needs_jdk
+def test_SE_6_3_a_refusal_is_written_after_the_admission_that_filled_the_lane(
+    catalogue: Catalogue,
+) -> None:
+    """A work's nested submission fills the lane; the runner's submission to the same
+    queue, judged meanwhile, is refused. ZLINK_JAVA_VERDICT_PAUSE_MS holds the work's
+    verdict between its admission and its write, so the runner's refusal comes in that
+    window in most runs: it must wait for its place in the queue's order. (Before the
+    reject hook gave refusals a ticket, the refusal was written first and the model read
+    a refusal with room left, SE-5.1, in most runs with the pause and in about one run
+    in a hundred of explore without it.) Either verdict order the queue may take passes."""
+    case = next(c for c in catalogue.cases if c.id == ORDER_CASE)
+    with Runner(adapter_argv(), env={"ZLINK_JAVA_VERDICT_PAUSE_MS": "200"}) as runner:
+        runner.start()
+        results = [runner.run_case(case) for _ in range(4)]
+    assert [(r.status, r.messages) for r in results if r.status != "passed"] == []
+
+
+@needs_jdk
+def test_a_bad_verdict_pause_stops_the_adapter() -> None:
+    done = subprocess.run(adapter_argv(), input="", capture_output=True, text=True,
+                          timeout=120,
+                          env={**os.environ, "ZLINK_JAVA_VERDICT_PAUSE_MS": "soon"})
+    assert done.returncode == UNKNOWN_BUG_STATUS
+    assert "ZLINK_JAVA_VERDICT_PAUSE_MS must be an integer" in done.stderr
+
+
 UNKNOWN_BUG_STATUS = 2  # the README says so; this test holds the adapter to it
 
 

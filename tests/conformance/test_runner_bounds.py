@@ -29,6 +29,7 @@ from zlink_conformance.cli import main as kit_main
 from zlink_conformance.report import ConsoleReporter
 from zlink_conformance.runner import InvalidDurationError, Runner, SuiteReport
 from zlink_conformance.runner.process import STDERR_LINE_CHARS
+from zlink_reference_adapter import reference_adapter_command
 
 from kit_helpers import FAKES, child_env, fake
 
@@ -375,3 +376,28 @@ def test_hostile_adapters_end_within_their_bound_on_the_right_case(
     report, elapsed = bounded_run(runner, cases, bound, pids)
     FUZZ[mode](report)
     assert elapsed < bound
+
+
+def test_the_time_the_runner_spends_judging_is_not_the_adapter_s(
+        catalogue: Catalogue, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The model's replay of a long log can take longer than the case's bound (seen in
+    a soak: several seconds on a Spot scenario with timers and a disposal). That time is
+    the runner's: the reset that ends the case still gets what was left of the bound
+    when the judging began, and the adapter is not called hung for it. (Before, the
+    reset was sent with the case's deadline already past: "no answer within the case
+    timeout while waiting for the reply to 'reset'", an error charged to the runtime.)"""
+    from zlink_conformance.oracle.log import CaseLog
+    from zlink_conformance.oracle.model import ModelVerdict, check_model
+    from zlink_conformance.runner import suite
+
+    def slow_judge(log: CaseLog, *, single_resource: bool = False) -> ModelVerdict:
+        time.sleep(1.5)
+        return check_model(log, single_resource=single_resource)
+
+    monkeypatch.setattr(suite, "check_model", slow_judge)
+    case = next(c for c in catalogue.cases
+                if c.id == "required_D_12_session_final_on_an_idle_session_runs_at_once")
+    with Runner(reference_adapter_command(), env=child_env(), timeout=1.0) as runner:
+        runner.start()
+        result = runner.run_case(case)
+    assert (result.status, result.messages) == ("passed", [])

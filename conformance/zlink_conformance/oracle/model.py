@@ -316,16 +316,25 @@ class _World:
         return new
 
     def key(self) -> tuple[Any, ...]:
-        """What tells two worlds apart (sequence numbers only by the order they make)."""
+        """What tells two worlds apart (sequence numbers only by the order they make).
+
+        The hottest function of the oracle (every world of every closure is keyed), so
+        it reads the cores' lines, turn and suspended set directly instead of through
+        ``QueueCore.line`` and ``suspended_records``, whose guard against plain works
+        cannot fire here: the oracle admits records only."""
         parts: list[Any] = []
-        for name in sorted(self.cores):
-            c = self.cores[name]
+        cores = self.cores
+        for name in sorted(cores):
+            c = cores[name]
+            barrier, life, app, suspended = c.barrier, c.life, c.app, c.suspended
+            holder = c.turn_holder
             parts.append((
-                name, tuple(r.name for r in c.line(Source.BARRIER)),
-                tuple(r.name for r in c.line(Source.LIFECYCLE)),
-                tuple(r.name for r in c.line(Source.APPLICATION)),
-                None if c.current is None else c.current.name,
-                tuple(sorted(r.name for r in c.suspended_records())),
+                name,
+                tuple([r.name for r in barrier]) if barrier else (),
+                tuple([r.name for r in life]) if life else (),
+                tuple([r.name for r in app]) if app else (),
+                None if holder is None else holder.name,
+                tuple(sorted([r.name for r in suspended])) if suspended else (),
                 c.app_count, c.app_bytes, c.life_count, c.life_bytes, c.streak, c.closed,
                 c.mode, c.zombies,
             ))

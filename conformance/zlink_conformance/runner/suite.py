@@ -475,6 +475,7 @@ class Runner:
                 if found is not None:
                     status, pending, inferred = "failed", [found], True
         divergence = undecided = None
+        judging = time.monotonic()
         if inferred:
             undecided = "the runtime ran a work inside its submit call or starved; the " \
                         "model has no step for either"
@@ -485,6 +486,11 @@ class Runner:
                 status = "failed"
                 pending.append(divergence.message())
         messages = lines(pending, log, CheckContext(self.handshake.reply), divergence)
+        # The time the runner spent judging (the model's replay of a long log can take
+        # seconds) is not the adapter's: the reset that ends the case gets what was left
+        # of the case's bound when the judging began, or the adapter would be called
+        # hung for the runner's own work.
+        deadline += time.monotonic() - judging
         if self._adapter is not None:
             late = self._close_case(deadline, log)
             if late is not None and status == "error":

@@ -54,6 +54,22 @@ public final class Adapter {
     static final boolean MARK = !"off".equals(System.getenv("ZLINK_JAVA_MARK"));
     static final boolean TRACE = System.getenv("ZLINK_JAVA_TRACE") != null
         && !System.getenv("ZLINK_JAVA_TRACE").isEmpty();
+    /** ZLINK_JAVA_VERDICT_PAUSE_MS=N: a submission made by a work (its script's submit
+     *  op) pauses N ms between its entry call's return and writing its verdict. A test's
+     *  lever: it widens the window in which the runner's own submission to the same
+     *  queue is judged meanwhile, and the verdicts must still come in the order the queue
+     *  judged them. Unset or empty: no pause; anything but 0 to 10000 stops the adapter. */
+    static final long VERDICT_PAUSE_MS = pauseMillis(System.getenv("ZLINK_JAVA_VERDICT_PAUSE_MS"));
+
+    private static long pauseMillis(String text) {
+        if (text == null || text.isBlank()) return 0;
+        try {
+            long ms = Long.parseLong(text.trim());
+            return ms >= 0 && ms <= 10_000 ? ms : -1;
+        } catch (NumberFormatException e) {
+            return -1;
+        }
+    }
 
     private final PrintStream out;
     private final Object outLock = new Object();
@@ -272,6 +288,11 @@ public final class Adapter {
             System.exit(2);
         }
         for (String bug : ZLinkRuntime.activeBugs()) log("deliberate bug switched on: " + bug);
+        if (VERDICT_PAUSE_MS < 0) {
+            log("ZLINK_JAVA_VERDICT_PAUSE_MS must be an integer from 0 to 10000, not "
+                + System.getenv("ZLINK_JAVA_VERDICT_PAUSE_MS"));
+            System.exit(2);
+        }
         int threads = 1;
         String t = System.getenv("ZLINK_JAVA_THREADS");
         if (t != null && !t.isBlank()) {

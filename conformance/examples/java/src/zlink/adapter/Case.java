@@ -97,8 +97,10 @@ final class Case implements ZLinkObserver {
     public void transition(String queue, String event, ZLinkWorkHandle work) {
         if (Adapter.TRACE) Adapter.log("trace " + queue + " " + event + (work != null ? " " + work.label() : ""));
         WorkState ws = ADMITTING.get();
-        if ("admit".equals(event) && ws != null && ws.ticketQueue == null) {
-            // Under the queue's lock: tickets of one queue follow its admission order.
+        if (("admit".equals(event) || "reject".equals(event)) && ws != null && ws.ticketQueue == null) {
+            // Under the queue's lock: tickets of one queue follow the order in which it
+            // judged its submissions, refusals included (a refusal a work's admission
+            // caused must not be written before that admission's accepted).
             synchronized (verdictOrder) {
                 ws.ticketQueue = queue;
                 ws.ticket = ticketsTaken.getOrDefault(queue, 0L);
@@ -158,8 +160,14 @@ final class Case implements ZLinkObserver {
      * waits at {@code go} before it starts: released right after the verdict, or, for a
      * concurrent batch, after every verdict of the batch.
      */
-    @SuppressWarnings("unchecked")
     String submit(Map<String, Object> sub, CountDownLatch batch) {
+        return submit(sub, batch, false);
+    }
+
+    /** {@link #submit(Map, CountDownLatch)}; {@code byWork}: a work's submit op, which
+     *  {@code ZLINK_JAVA_VERDICT_PAUSE_MS} holds between the entry call and the verdict. */
+    @SuppressWarnings("unchecked")
+    String submit(Map<String, Object> sub, CountDownLatch batch, boolean byWork) {
         String id = Commands.name(sub, "work");
         Target target = target(sub.get("target"));
         Object entry = sub.get("entry");
@@ -173,12 +181,12 @@ final class Case implements ZLinkObserver {
         SUBMITTING.set(SUBMITTING.get() + 1);
         WorkState outer = ADMITTING.get();
         ADMITTING.set(ws);
+        ZLinkRejectedException refused = null;
         try {
             handle = target.submit((String) entry, run::start, sub);
         } catch (ZLinkRejectedException e) {
-            ws.ended.set(true);
-            emit("rejected", "work", id, "owner", e.owner(), "reason", e.reason());
-            return "rejected";
+            handle = null;
+            refused = e;
         } catch (IllegalArgumentException | Adapter.CommandError e) {
             works.remove(id);
             if (e instanceof Adapter.CommandError) throw (Adapter.CommandError) e;
@@ -187,10 +195,19 @@ final class Case implements ZLinkObserver {
             SUBMITTING.set(SUBMITTING.get() - 1);
             ADMITTING.set(outer);
         }
+        // The verdict is written once this thread is out of the entry call (SUBMITTING is
+        // back to what it was), so that it waits for its place in the queue's order.
+        if (refused != null) {
+            ws.ended.set(true);
+            if (byWork) pauseBeforeVerdict();
+            writeVerdict(ws, "rejected", "work", id, "owner", refused.owner(), "reason", refused.reason());
+            return "rejected";
+        }
         handle.setLabel(id);
         ws.handle = handle;
         ws.admitOwner = handle.queueName();
-        writeAccepted(ws);
+        if (byWork) pauseBeforeVerdict();
+        writeVerdict(ws, "accepted", "work", ws.id, "owner", ws.admitOwner);
         // What the work's own code cannot report: an end before it started (cancelled by a
         // disposal), or a failure outside its script.
         handle.whenDone().thenAccept(h -> endedOutside(ws, h));
@@ -198,11 +215,22 @@ final class Case implements ZLinkObserver {
         return "accepted";
     }
 
-    /** Write {@code accepted} once every work its queue admitted earlier has its verdict
-     *  written. Not when this thread is still inside an outer entry call: a drain run on
-     *  the submitter's stack (SE-6.5's bug) holds the earlier verdict until it returns,
-     *  and its order is broken anyway. */
-    private void writeAccepted(WorkState ws) {
+    private static void pauseBeforeVerdict() {
+        if (Adapter.VERDICT_PAUSE_MS <= 0) return;
+        try {
+            Thread.sleep(Adapter.VERDICT_PAUSE_MS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    /** Write a verdict ({@code accepted} or {@code rejected}) once the verdict of every
+     *  submission its queue judged earlier is written: the log says the order in which
+     *  the queue judged them, whichever thread submitted. Not when this thread is still
+     *  inside an outer entry call: a drain run on the submitter's stack (SE-6.5's bug)
+     *  holds the earlier verdict until it returns, and its order is broken anyway. A
+     *  refusal that no queue judged (no ticket) is written at once. */
+    private void writeVerdict(WorkState ws, String event, Object... fields) {
         synchronized (verdictOrder) {
             if (ws.ticketQueue != null && SUBMITTING.get() == 0) {
                 while (live && ticketsWritten.getOrDefault(ws.ticketQueue, 0L) < ws.ticket) {
@@ -214,7 +242,7 @@ final class Case implements ZLinkObserver {
                     }
                 }
             }
-            emit("accepted", "work", ws.id, "owner", ws.admitOwner);
+            emit(event, fields);
             if (ws.ticketQueue != null) {
                 ticketsWritten.merge(ws.ticketQueue, 1L, Long::sum);
                 verdictOrder.notifyAll();
@@ -450,7 +478,7 @@ final class Case implements ZLinkObserver {
                     return true;
                 case "submit":
                     try {
-                        c.submit(op, null);
+                        c.submit(op, null, true);
                     } catch (Adapter.CommandError e) {
                         Adapter.log("work " + ws.id + " op " + i + ": " + e.getMessage());
                         c.emit("error", "work", ws.id, "owner", ws.runOwner, "op", (long) i, "kind", "other");
