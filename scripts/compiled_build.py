@@ -27,7 +27,8 @@ COMPILED = [
     "zlink_model/queue.py",
     "zlink_model/rules.py",
     *(f"zlink_reference/_shell/{room}.py"
-      for room in ("checks", "context", "handle", "scope", "drain", "drive", "queue")),
+      for room in ("clock", "loop", "checks", "context", "handle", "scope", "drain", "drive",
+                   "queue")),
     # The coordinators: their entries are the hot path of every message to an Actor,
     # a Spot or a session (and interpreted classes may not inherit from a compiled
     # trait, the scope surface ``_base.Coordinator`` builds on).
@@ -133,6 +134,29 @@ def split_generators(build: Path) -> None:
                      + "\n\nfrom ._drive_generators import _post_from_drive, _runner  # noqa\n")
 
 
+# clock's two Protocols: mypyc compiles a Protocol as a native trait (or, marked
+# non-native, as a class without ``typing.Protocol`` among its bases), and
+# ``typing.runtime_checkable`` refuses either when the module loads. ``ZLinkClock`` is
+# public and runtime checkable, so both move to an interpreted module and clock.py
+# imports them back: ``isinstance(clock, ZLinkClock)`` answers as it does interpreted.
+PROTOCOLS_START = "class Cancellable(Protocol):"
+PROTOCOLS_END = "class MonotonicClock:"
+
+
+def split_protocols(build: Path) -> None:
+    """Move clock's Protocols into ``_shell/_clock_protocols.py`` (interpreted)."""
+    clock = build / "zlink_reference" / "_shell" / "clock.py"
+    text = clock.read_text()
+    start = text.index(PROTOCOLS_START)
+    end = text.index(PROTOCOLS_END)
+    head = text[:text.index("__all__")]
+    (clock.parent / "_clock_protocols.py").write_text(head + "\n" + text[start:end].rstrip()
+                                                      + "\n")
+    clock.write_text(text[:start]
+                     + "from ._clock_protocols import Cancellable, ZLinkClock  # noqa\n\n\n"
+                     + text[end:])
+
+
 # The compiled modules in two groups, one per distribution: each group's shared library
 # (``zlink_model__mypyc``, ``zlink_reference__mypyc``) ships in that distribution's
 # compiled wheel, and the reference's group calls into the model's.
@@ -172,6 +196,7 @@ def compile_copy(build: Path) -> int:
             return 1
         path.write_text(text.replace(old, new))
     split_generators(build)
+    split_protocols(build)
     queue = build / "zlink_reference" / "_shell" / "queue.py"
     text = queue.read_text()
     fields = text[text.index("    __slots__ = (", text.index("class QueueStatistics")):]

@@ -41,7 +41,6 @@ from .scope import record_zombie_failure
 
 __all__ = ["DrainingQueue", "QueueAux"]
 
-_THREAD = thread_state()  # this thread's turn and caches (one object, per-thread fields)
 _copy_context = __import__("contextvars").copy_context
 
 
@@ -90,7 +89,7 @@ class DrainingQueue:
                 # asked for this): from here on it is that record's synchronous run, for
                 # is_current and current_work; the drain ends it as the record. The aux
                 # state sends the drain's plain loop to its general step, which looks.
-                _THREAD.turn.sync = core.turn_holder
+                thread_state().turn.sync = core.turn_holder
                 self._queue_aux()
         return core
 
@@ -184,7 +183,7 @@ class DrainingQueue:
         ``skew`` is how long this slice's drain role waited for its task to start; the
         core is given clock readings minus it, so the time budget counts the time the
         owner held the loop, not the time it waited behind other owners (D-13)."""
-        turn = _THREAD.turn  # this thread's running turn (D-24)
+        turn = thread_state().turn  # this thread's running turn (D-24)
         if async_current.get() is not None:
             # The drain role may have been posted from a work's task, whose context the
             # callback copied: the works run here are no children of that work.
@@ -335,7 +334,7 @@ class DrainingQueue:
                 self._plain_failed(rec, value)
                 self._rt.loop.call_soon(self._continue)
                 return
-            _THREAD.turn.sync = None
+            thread_state().turn.sync = None
             rec = holder  # promoted while it ran (see _records): it ends as its record
         self._core.finish(rec, outcome)
         self._ended(rec, outcome, value)
