@@ -79,9 +79,6 @@ EDITS: list[tuple[str, str, str, int]] = [
     # A native class has no __slots__ to read.
     ("zlink_reference/_shell/queue.py", "for k in self.__slots__)",
      "for k in _STATISTICS_FIELDS)", 1),
-    # The drain hands plain works (callables) where its annotations say handle, and
-    # compiled code checks annotations at run time.
-    ("zlink_reference/_shell/drain.py", ": ZLinkWorkHandle[Any]", ": Any", 0),
     # mypy keeps ``aux.waiters`` narrowed to a list across the ``yield from``; compiled,
     # the read in ``finally`` is then checked as a list although _settle set it to None.
     ("zlink_reference/_shell/handle.py",
@@ -90,8 +87,6 @@ EDITS: list[tuple[str, str, str, int]] = [
      "                waiting: Any = getattr(aux, 'waiters')\n"
      "                if waiting is not None and fut in waiting:\n"
      "                    waiting.remove(fut)", 1),
-    ("zlink_reference/_shell/drain.py",
-     "if not isinstance(rec, WorkRecord):", "if not isinstance(rec, ZLinkWorkHandle):", 2),
     # mypyc gives a class with a ``Generic`` base a ``__dict__`` and a ``__weakref__``
     # slot (16 B per queue, which took the idle owner over its 256 B): the compiled
     # core is typed with ``WorkRecord`` where the reference's is generic in it, and the

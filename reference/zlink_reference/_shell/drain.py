@@ -192,26 +192,30 @@ class DrainingQueue:
         clock = self._rt.now  # read as clock() - skew: the time the owner held the loop
         next_step = core.next_step
         next_plain = core.next_plain
-        prev_plain = False  # prev is a plain work (post): it has no handle to settle
+        # The plain work (post) whose turn just ended, in place of ``prev``: it has no
+        # handle to settle. Apart, so that ``prev`` and ``rec`` only ever hold records.
+        prev_work: Work | None = None
         while True:
-            if prev_plain and self._aux is not None and core.turn_holder is not prev:
+            if prev_work is not None and self._aux is not None \
+                    and core.turn_holder is not prev_work:
                 # The plain work was promoted while it ran (code inside it asked for the
                 # scope's records: a disposal, a count of works; _records then makes the
-                # aux state): it ends as the record the core now holds on its turn. (With
-                # prev None, no turn is held: next_plain gave it back.)
+                # aux state): it ends as the record the core now holds on its turn.
                 prev = core.turn_holder
-                prev_plain = False
+                prev_work = None
                 turn.sync = None
-            rec: ZLinkWorkHandle[Any] | None = next_step(clock() - skew, prev, outcome)
-            if prev is not None:
+            step: Any = next_step(clock() - skew, prev if prev_work is None else prev_work,
+                                  outcome)  # a record, a plain work, or None
+            if prev_work is not None:
                 # Settle after the reservation is released (inside next_step), so a
                 # waiter woken by it sees the room.
-                if prev_plain:
-                    if outcome != COMPLETED:
-                        self._plain_failed(cast("Work", prev), value)
-                    elif self._aux is not None:
-                        self._after_end()
-                elif outcome == COMPLETED and prev._aux is None:
+                if outcome != COMPLETED:
+                    self._plain_failed(prev_work, value)
+                elif self._aux is not None:
+                    self._after_end()
+                prev_work = None
+            elif prev is not None:
+                if outcome == COMPLETED and prev._aux is None:
                     prev._outcome = COMPLETED
                     prev._value = value
                     prev._work = None
@@ -219,13 +223,14 @@ class DrainingQueue:
                         self._after_end()
                 else:
                     self._ended(prev, outcome, value)
-            if rec is None:
+                prev = None
+            if step is None:
                 if core.drain_scheduled:
                     # end_slice with work left scheduled the next slice: post it, so
                     # other owners' ready drains run first (SE-6.4).
                     self._rt.loop.call_soon(self._drain)
                 return None
-            if not isinstance(rec, WorkRecord):
+            if not isinstance(step, WorkRecord):
                 # A plain work (post): run it; it becomes a handle only if it turns out
                 # to need one (it returned an awaitable or a TurnHold). While works
                 # complete with None and more wait in the application line, the core's
@@ -235,29 +240,26 @@ class DrainingQueue:
                 # and the drain (one core call, not two, for a queue that got one work).
                 # A queue with aux state (waiters, a disposal, a promotion while a work
                 # ran: see _records) ends each turn through the general step below.
-                prev_plain = True
+                work: Any = step  # a plain work (None once next_plain gave its turn back)
                 try:
-                    while (result := rec()) is None and core.app is not None \
+                    while (result := work()) is None and core.app is not None \
                             and self._aux is None:
-                        nxt = next_plain(clock() - skew, rec)
-                        if nxt is None:
-                            rec = None  # next_plain gave its turn back
-                            break
-                        rec = nxt
+                        work = next_plain(clock() - skew, work)
+                        if work is None:
+                            break  # next_plain gave its turn back: no turn left to end
                 except BaseException as exc:
                     if not isinstance(exc, Exception):
-                        self._hand_off(rec, FAILED, exc)
+                        self._hand_off(work, FAILED, exc)
                         raise
-                    prev, outcome, value = rec, FAILED, exc
+                    prev_work, outcome, value = work, FAILED, exc
                     continue
                 if result is None:
-                    prev, outcome, value = rec, COMPLETED, None
+                    prev_work, outcome, value = work, COMPLETED, None
                     continue
                 if type(result) is not TurnHold and not (
                         type(result) is CoroutineType or hasattr(result, "__await__")):
-                    prev, outcome, value = rec, COMPLETED, result
+                    prev_work, outcome, value = work, COMPLETED, result
                     continue
-                prev_plain = False
                 promoted = self._core.promote_current(self._plain_record)
                 if promoted is None:
                     # Promoted while it ran (it counted or disposed its scope, _records):
@@ -265,9 +267,9 @@ class DrainingQueue:
                     # is over.
                     promoted = core.turn_holder
                     turn.sync = None
-                rec = cast("ZLinkWorkHandle[Any]", promoted)
+                rec: ZLinkWorkHandle[Any] = cast("ZLinkWorkHandle[Any]", promoted)
             else:
-                prev_plain = False
+                rec = cast("ZLinkWorkHandle[Any]", step)
                 if rec.resumes:
                     # A resume permit: the suspended work continues on its own task.
                     permit = cast("asyncio.Future[None]", rec._extra().permit)
@@ -324,9 +326,10 @@ class DrainingQueue:
         if nxt is not None:
             self._start_drive(*nxt, 0)
 
-    def _hand_off(self, rec: ZLinkWorkHandle[Any], outcome: int, value: Any) -> None:
-        """End ``rec``'s turn outside the drain loop and pass the drain role to a posted
-        callback (the code holding it is about to stop)."""
+    def _hand_off(self, rec: Any, outcome: int, value: Any) -> None:
+        """End ``rec``'s turn (a record, or a plain work: typed Any for that) outside the
+        drain loop and pass the drain role to a posted callback (the code holding it is
+        about to stop)."""
         if not isinstance(rec, WorkRecord):  # a plain work
             holder = self._core.turn_holder
             if holder is rec or not isinstance(holder, WorkRecord):
