@@ -28,7 +28,7 @@ COMPILED = [
     "zlink_model/rules.py",
     *(f"zlink_reference/_shell/{room}.py"
       for room in ("clock", "loop", "checks", "context", "handle", "scope", "drain", "drive",
-                   "queue")),
+                   "queue", "__init__")),
     # The coordinators: their entries are the hot path of every message to an Actor,
     # a Spot or a session (and interpreted classes may not inherit from a compiled
     # trait, the scope surface ``_base.Coordinator`` builds on).
