@@ -286,10 +286,13 @@ async def run(args: argparse.Namespace) -> int:
     clock = time.thread_time if args.clock == "cpu" else time.perf_counter
     wanted = [w for w in args.shapes.split(",") if w]
     print(f"python {sys.version.split()[0]}, {reps} interleaved repetitions, "
-          f"sides {', '.join(sides)}, {args.clock} clock, load average "
+          f"sides {', '.join(sides)}, {args.clock} clock{', collector off' if args.no_gc else ''}, "
+          f"load average "
           f"{os.getloadavg()[0]:.1f} at the start; ratios = peer time / side time, "
           f"median (min..max)", flush=True)
     gc.collect()
+    if args.no_gc:
+        gc.disable()
     for name, fn in shapes(args.quick, clock):
         if wanted and not any(w in name for w in wanted):
             continue
@@ -306,6 +309,7 @@ async def run(args: argparse.Namespace) -> int:
             parts.append(f"{side}/peer {_spread(ratios)}")
         peer_ms = statistics.median(times["peer"]) * 1e3
         print(f"{name:44s} peer {peer_ms:8.1f} ms  " + "  ".join(parts), flush=True)
+    gc.enable()
     n_mem = 5_000 if args.quick else 100_000
     peer_mem = await idle_memory("peer", n_mem, shared=True)
     shared_mem = await idle_memory("ours", n_mem, shared=True)
@@ -328,6 +332,9 @@ def main() -> int:
                     help="time with the wall clock (default) or the thread's CPU clock, "
                          "which leaves out the time the process waited for a core on a "
                          "loaded machine")
+    ap.add_argument("--no-gc", action="store_true",
+                    help="turn the cyclic garbage collector off for the timed runs (a "
+                         "diagnosis: how much of a side's time the collector's passes take)")
     ap.add_argument("--shapes", default="",
                     help="run only the shapes whose title contains one of these "
                          "comma-separated words (default: every shape)")

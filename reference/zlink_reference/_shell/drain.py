@@ -230,7 +230,35 @@ class DrainingQueue:
                     # other owners' ready drains run first (SE-6.4).
                     self._rt.loop.call_soon(self._drain)
                 return None
-            if not isinstance(step, WorkRecord):
+            if isinstance(step, ZLinkWorkHandle):  # a record: a queue's records are handles
+                rec: ZLinkWorkHandle[Any] = step
+                if rec.resumes:
+                    # A resume permit: the suspended work continues on its own task.
+                    permit = cast("asyncio.Future[None]", rec._extra().permit)
+                    rec._extra().permit = None
+                    permit.set_result(None)
+                    return None
+                turn.sync = rec
+                try:
+                    result = rec._work()  # type: ignore[misc]
+                except BaseException as exc:
+                    turn.sync = None
+                    if not isinstance(exc, Exception):
+                        # The process is being torn down: end this turn, keep the drain
+                        # role alive on a posted callback, and let the exception through.
+                        self._hand_off(rec, FAILED, exc)
+                        raise
+                    prev, outcome, value = rec, FAILED, exc
+                    continue
+                turn.sync = None
+                if result is None:
+                    prev, outcome, value = rec, COMPLETED, None
+                    continue
+                if type(result) is not TurnHold and not (
+                        type(result) is CoroutineType or hasattr(result, "__await__")):
+                    prev, outcome, value = rec, COMPLETED, result
+                    continue
+            else:
                 # A plain work (post): run it; it becomes a handle only if it turns out
                 # to need one (it returned an awaitable or a TurnHold). While works
                 # complete with None and more wait in the application line, the core's
@@ -267,36 +295,8 @@ class DrainingQueue:
                     # is over.
                     promoted = core.turn_holder
                     turn.sync = None
-                rec: ZLinkWorkHandle[Any] = cast("ZLinkWorkHandle[Any]", promoted)
-            else:
-                rec = cast("ZLinkWorkHandle[Any]", step)
-                if rec.resumes:
-                    # A resume permit: the suspended work continues on its own task.
-                    permit = cast("asyncio.Future[None]", rec._extra().permit)
-                    rec._extra().permit = None
-                    permit.set_result(None)
-                    return None
-                turn.sync = rec
-                try:
-                    result = rec._work()  # type: ignore[misc]
-                except BaseException as exc:
-                    turn.sync = None
-                    if not isinstance(exc, Exception):
-                        # The process is being torn down: end this turn, keep the drain
-                        # role alive on a posted callback, and let the exception through.
-                        self._hand_off(rec, FAILED, exc)
-                        raise
-                    prev, outcome, value = rec, FAILED, exc
-                    continue
-                turn.sync = None
-                if result is None:
-                    prev, outcome, value = rec, COMPLETED, None
-                    continue
-                if type(result) is not TurnHold and not (
-                        type(result) is CoroutineType or hasattr(result, "__await__")):
-                    prev, outcome, value = rec, COMPLETED, result
-                    continue
-            # A work (plain and promoted above, or a record) returned a TurnHold or an
+                rec = cast("ZLinkWorkHandle[Any]", promoted)
+            # A work (a record, or a plain one promoted above) returned a TurnHold or an
             # awaitable.
             if type(result) is TurnHold:
                 # The drain parks with ``rec`` holding the turn (SE-4.6).
