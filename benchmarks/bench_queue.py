@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import os
 import statistics
 import sys
 import time
@@ -254,24 +255,24 @@ async def idle_memory(side: str, owners: int, *, shared: bool) -> float:
 Shape = tuple[str, Callable[[Callable[[], Any]], Awaitable[float]]]
 
 
-def shapes(quick: bool) -> list[Shape]:
+def shapes(quick: bool, clock: Callable[[], float] = time.perf_counter) -> list[Shape]:
     rounds = 3 if quick else 40
     many = 2 if quick else 4
     return [
         (f"sync burst, 1 owner x 1,000 (x{rounds})",
-         lambda m: burst(m, 1, 1000, rounds, sync_item)),
+         lambda m: burst(m, 1, 1000, rounds, sync_item, clock)),
         (f"sync burst, 100 owners x 1,000 (x{many})",
-         lambda m: burst(m, 100, 1000, many, sync_item)),
+         lambda m: burst(m, 100, 1000, many, sync_item, clock)),
         (f"async never suspends, 1 x 1,000 (x{rounds})",
-         lambda m: burst(m, 1, 1000, rounds, async_never_suspends)),
+         lambda m: burst(m, 1, 1000, rounds, async_never_suspends, clock)),
         (f"async awaits once, 1 x 1,000 (x{rounds})",
-         lambda m: burst(m, 1, 1000, rounds, async_awaits_once)),
+         lambda m: burst(m, 1, 1000, rounds, async_awaits_once, clock)),
         # One async work per idle owner (then its latch item): each slice of ours and of
         # the bound makes a task for it, the peer's owner task only wakes.
         (f"async into empty queue, 1,000 x 1 (x{rounds})",
-         lambda m: burst(m, 1000, 2, rounds, async_never_suspends)),
+         lambda m: burst(m, 1000, 2, rounds, async_never_suspends, clock)),
         (f"into empty queue, 1,000 owners x 1 (x{rounds})",
-         lambda m: burst(m, 1000, 1, rounds, sync_item)),
+         lambda m: burst(m, 1000, 1, rounds, sync_item, clock)),
     ]
 
 
@@ -282,11 +283,19 @@ def _spread(ratios: list[float]) -> str:
 async def run(args: argparse.Namespace) -> int:
     reps = 3 if args.quick else args.repeat
     sides = [s for s in args.sides.split(",") if s]
+    clock = time.thread_time if args.clock == "cpu" else time.perf_counter
+    wanted = [w for w in args.shapes.split(",") if w]
     print(f"python {sys.version.split()[0]}, {reps} interleaved repetitions, "
-          f"sides {', '.join(sides)}; ratios = peer time / side time, median (min..max)",
-          flush=True)
+          f"sides {', '.join(sides)}, {args.clock} clock{', collector off' if args.no_gc else ''}, "
+          f"load average "
+          f"{os.getloadavg()[0]:.1f} at the start; ratios = peer time / side time, "
+          f"median (min..max)", flush=True)
     gc.collect()
-    for name, fn in shapes(args.quick):
+    if args.no_gc:
+        gc.disable()
+    for name, fn in shapes(args.quick, clock):
+        if wanted and not any(w in name for w in wanted):
+            continue
         times: dict[str, list[float]] = {s: [] for s in sides}
         for rep in range(reps):
             order = sides[rep % len(sides):] + sides[:rep % len(sides)]
@@ -300,6 +309,7 @@ async def run(args: argparse.Namespace) -> int:
             parts.append(f"{side}/peer {_spread(ratios)}")
         peer_ms = statistics.median(times["peer"]) * 1e3
         print(f"{name:44s} peer {peer_ms:8.1f} ms  " + "  ".join(parts), flush=True)
+    gc.enable()
     n_mem = 5_000 if args.quick else 100_000
     peer_mem = await idle_memory("peer", n_mem, shared=True)
     shared_mem = await idle_memory("ours", n_mem, shared=True)
@@ -318,6 +328,16 @@ def main() -> int:
                     help="interleaved repetitions (default 11)")
     ap.add_argument("--sides", default="enqueue,post,peer,bound",
                     help="comma-separated sides to run (peer is always needed)")
+    ap.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                    help="time with the wall clock (default) or the thread's CPU clock, "
+                         "which leaves out the time the process waited for a core on a "
+                         "loaded machine")
+    ap.add_argument("--no-gc", action="store_true",
+                    help="turn the cyclic garbage collector off for the timed runs (a "
+                         "diagnosis: how much of a side's time the collector's passes take)")
+    ap.add_argument("--shapes", default="",
+                    help="run only the shapes whose title contains one of these "
+                         "comma-separated words (default: every shape)")
     args = ap.parse_args()
     if "peer" not in args.sides.split(","):
         ap.error("--sides must include peer: every ratio is taken against it")

@@ -27,8 +27,8 @@ COMPILED = [
     "zlink_model/queue.py",
     "zlink_model/rules.py",
     *(f"zlink_reference/_shell/{room}.py"
-      for room in ("checks", "context", "handle", "scope", "surface", "drain", "drive",
-                   "queue")),
+      for room in ("clock", "loop", "checks", "context", "handle", "scope", "surface",
+                   "drain", "drive", "queue", "__init__")),
     # The coordinators: their entries are the hot path of every message to an Actor,
     # a Spot or a session (and interpreted classes may not inherit from a compiled
     # trait, the scope surface ``_base.Coordinator`` builds on).
@@ -77,9 +77,6 @@ EDITS: list[tuple[str, str, str, int]] = [
     # A native class has no __slots__ to read.
     ("zlink_reference/_shell/queue.py", "for k in self.__slots__)",
      "for k in _STATISTICS_FIELDS)", 1),
-    # The drain hands plain works (callables) where its annotations say handle, and
-    # compiled code checks annotations at run time.
-    ("zlink_reference/_shell/drain.py", ": ZLinkWorkHandle[Any]", ": Any", 0),
     # mypy keeps ``aux.waiters`` narrowed to a list across the ``yield from``; compiled,
     # the read in ``finally`` is then checked as a list although _settle set it to None.
     ("zlink_reference/_shell/handle.py",
@@ -88,8 +85,6 @@ EDITS: list[tuple[str, str, str, int]] = [
      "                waiting: Any = getattr(aux, 'waiters')\n"
      "                if waiting is not None and fut in waiting:\n"
      "                    waiting.remove(fut)", 1),
-    ("zlink_reference/_shell/drain.py",
-     "if not isinstance(rec, WorkRecord):", "if not isinstance(rec, ZLinkWorkHandle):", 2),
     # mypyc gives a class with a ``Generic`` base a ``__dict__`` and a ``__weakref__``
     # slot (16 B per queue, which took the idle owner over its 256 B): the compiled
     # core is typed with ``WorkRecord`` where the reference's is generic in it, and the
@@ -128,6 +123,29 @@ def split_generators(build: Path) -> None:
     (drive.parent / "_drive_generators.py").write_text(moved)
     drive.write_text(text[:start] + text[end:]
                      + "\n\nfrom ._drive_generators import _post_from_drive, _runner  # noqa\n")
+
+
+# clock's two Protocols: mypyc compiles a Protocol as a native trait (or, marked
+# non-native, as a class without ``typing.Protocol`` among its bases), and
+# ``typing.runtime_checkable`` refuses either when the module loads. ``ZLinkClock`` is
+# public and runtime checkable, so both move to an interpreted module and clock.py
+# imports them back: ``isinstance(clock, ZLinkClock)`` answers as it does interpreted.
+PROTOCOLS_START = "class Cancellable(Protocol):"
+PROTOCOLS_END = "class MonotonicClock:"
+
+
+def split_protocols(build: Path) -> None:
+    """Move clock's Protocols into ``_shell/_clock_protocols.py`` (interpreted)."""
+    clock = build / "zlink_reference" / "_shell" / "clock.py"
+    text = clock.read_text()
+    start = text.index(PROTOCOLS_START)
+    end = text.index(PROTOCOLS_END)
+    head = text[:text.index("__all__")]
+    (clock.parent / "_clock_protocols.py").write_text(head + "\n" + text[start:end].rstrip()
+                                                      + "\n")
+    clock.write_text(text[:start]
+                     + "from ._clock_protocols import Cancellable, ZLinkClock  # noqa\n\n\n"
+                     + text[end:])
 
 
 # The compiled modules in two groups, one per distribution: each group's shared library
@@ -169,6 +187,7 @@ def compile_copy(build: Path) -> int:
             return 1
         path.write_text(text.replace(old, new))
     split_generators(build)
+    split_protocols(build)
     queue = build / "zlink_reference" / "_shell" / "queue.py"
     text = queue.read_text()
     fields = text[text.index("    __slots__ = (", text.index("class QueueStatistics")):]

@@ -62,12 +62,11 @@ class TurnRecord(Protocol):
 async_current: contextvars.ContextVar[Any] = contextvars.ContextVar(
     "zlink_current_work", default=None
 )
-_THREAD = thread_state()  # this thread's turn (one object, per-thread fields)
 
 
 def holder() -> TurnRecord | None:
     """The work whose code is running right now, if that work holds its turn."""
-    sync = _THREAD.turn.sync
+    sync = thread_state().turn.sync
     if sync is not None:
         return cast(TurnRecord, sync)
     rec = cast("TurnRecord | None", async_current.get())
@@ -83,7 +82,7 @@ def turn_in_context() -> TurnRecord | None:
     or through ``wait_for``, ``shield``, ``gather``, ``as_completed``, a task group) is
     the work's wait. Once the work gave its turn back (it ended, or yielded) the task's
     wait is its own (SE-8.2, decision D-14)."""
-    sync = _THREAD.turn.sync
+    sync = thread_state().turn.sync
     if sync is not None:
         return cast(TurnRecord, sync)
     rec = cast("TurnRecord | None", async_current.get())
@@ -127,7 +126,7 @@ def check_scope_wait(counted: Iterable[TurnRecord], *, wait: str, scope: str) ->
     ``counted``, or holds a turn or claim one of them needs, the wait can never end,
     so it raises at the call instead. ``counted`` is read only when there is such a
     work: a wait from outside any work costs nothing more."""
-    sync = _THREAD.turn.sync
+    sync = thread_state().turn.sync
     waiter = cast("TurnRecord | None", sync if sync is not None else async_current.get())
     if waiter is None or waiter.phase == DONE:
         return

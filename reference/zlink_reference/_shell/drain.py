@@ -42,7 +42,6 @@ from .scope import record_zombie_failure
 
 __all__ = ["DrainingQueue", "QueueAux"]
 
-_THREAD = thread_state()  # this thread's turn and caches (one object, per-thread fields)
 _copy_context = __import__("contextvars").copy_context
 
 
@@ -91,7 +90,7 @@ class DrainingQueue:
                 # asked for this): from here on it is that record's synchronous run, for
                 # is_current and current_work; the drain ends it as the record. The aux
                 # state sends the drain's plain loop to its general step, which looks.
-                _THREAD.turn.sync = core.turn_holder
+                thread_state().turn.sync = core.turn_holder
                 self._queue_aux()
         return core
 
@@ -185,7 +184,7 @@ class DrainingQueue:
         ``skew`` is how long this slice's drain role waited for its task to start; the
         core is given clock readings minus it, so the time budget counts the time the
         owner held the loop, not the time it waited behind other owners (D-13)."""
-        turn = _THREAD.turn  # this thread's running turn (D-24)
+        turn = thread_state().turn  # this thread's running turn (D-24)
         if async_current.get() is not None:
             # The drain role may have been posted from a work's task, whose context the
             # callback copied: the works run here are no children of that work.
@@ -194,26 +193,30 @@ class DrainingQueue:
         clock = self._rt.now  # read as clock() - skew: the time the owner held the loop
         next_step = core.next_step
         next_plain = core.next_plain
-        prev_plain = False  # prev is a plain work (post): it has no handle to settle
+        # The plain work (post) whose turn just ended, in place of ``prev``: it has no
+        # handle to settle. Apart, so that ``prev`` and ``rec`` only ever hold records.
+        prev_work: Work | None = None
         while True:
-            if prev_plain and self._aux is not None and core.turn_holder is not prev:
+            if prev_work is not None and self._aux is not None \
+                    and core.turn_holder is not prev_work:
                 # The plain work was promoted while it ran (code inside it asked for the
                 # scope's records: a disposal, a count of works; _records then makes the
-                # aux state): it ends as the record the core now holds on its turn. (With
-                # prev None, no turn is held: next_plain gave it back.)
+                # aux state): it ends as the record the core now holds on its turn.
                 prev = core.turn_holder
-                prev_plain = False
+                prev_work = None
                 turn.sync = None
-            rec: ZLinkWorkHandle[Any] | None = next_step(clock() - skew, prev, outcome)
-            if prev is not None:
+            step: Any = next_step(clock() - skew, prev if prev_work is None else prev_work,
+                                  outcome)  # a record, a plain work, or None
+            if prev_work is not None:
                 # Settle after the reservation is released (inside next_step), so a
                 # waiter woken by it sees the room.
-                if prev_plain:
-                    if outcome != COMPLETED:
-                        self._plain_failed(cast("Work", prev), value)
-                    elif self._aux is not None:
-                        self._after_end()
-                elif outcome == COMPLETED and prev._aux is None:
+                if outcome != COMPLETED:
+                    self._plain_failed(prev_work, value)
+                elif self._aux is not None:
+                    self._after_end()
+                prev_work = None
+            elif prev is not None:
+                if outcome == COMPLETED and prev._aux is None:
                     prev._outcome = COMPLETED
                     prev._value = value
                     prev._work = None
@@ -221,55 +224,15 @@ class DrainingQueue:
                         self._after_end()
                 else:
                     self._ended(prev, outcome, value)
-            if rec is None:
+                prev = None
+            if step is None:
                 if core.drain_scheduled:
                     # end_slice with work left scheduled the next slice: post it, so
                     # other owners' ready drains run first (SE-6.4).
                     self._rt.loop.call_soon(self._drain)
                 return None
-            if not isinstance(rec, WorkRecord):
-                # A plain work (post): run it; it becomes a handle only if it turns out
-                # to need one (it returned an awaitable or a TurnHold). While works
-                # complete with None and more wait in the application line, the core's
-                # next_plain ends each turn and hands out the next plain work in one
-                # step; when it hands out none, the turn is already given back and
-                # next_step goes on. With the line empty, next_step alone ends the turn
-                # and the drain (one core call, not two, for a queue that got one work).
-                # A queue with aux state (waiters, a disposal, a promotion while a work
-                # ran: see _records) ends each turn through the general step below.
-                prev_plain = True
-                try:
-                    while (result := rec()) is None and core.app is not None \
-                            and self._aux is None:
-                        nxt = next_plain(clock() - skew, rec)
-                        if nxt is None:
-                            rec = None  # next_plain gave its turn back
-                            break
-                        rec = nxt
-                except BaseException as exc:
-                    if not isinstance(exc, Exception):
-                        self._hand_off(rec, FAILED, exc)
-                        raise
-                    prev, outcome, value = rec, FAILED, exc
-                    continue
-                if result is None:
-                    prev, outcome, value = rec, COMPLETED, None
-                    continue
-                if type(result) is not TurnHold and not (
-                        type(result) is CoroutineType or hasattr(result, "__await__")):
-                    prev, outcome, value = rec, COMPLETED, result
-                    continue
-                prev_plain = False
-                promoted = self._core.promote_current(self._plain_record)
-                if promoted is None:
-                    # Promoted while it ran (it counted or disposed its scope, _records):
-                    # the turn holder is its record already, and its synchronous run
-                    # is over.
-                    promoted = core.turn_holder
-                    turn.sync = None
-                rec = cast("ZLinkWorkHandle[Any]", promoted)
-            else:
-                prev_plain = False
+            if isinstance(step, ZLinkWorkHandle):  # a record: a queue's records are handles
+                rec: ZLinkWorkHandle[Any] = step
                 if rec.resumes:
                     # A resume permit: the suspended work continues on its own task.
                     permit = cast("asyncio.Future[None]", rec._extra().permit)
@@ -296,7 +259,45 @@ class DrainingQueue:
                         type(result) is CoroutineType or hasattr(result, "__await__")):
                     prev, outcome, value = rec, COMPLETED, result
                     continue
-            # A work (plain and promoted above, or a record) returned a TurnHold or an
+            else:
+                # A plain work (post): run it; it becomes a handle only if it turns out
+                # to need one (it returned an awaitable or a TurnHold). While works
+                # complete with None and more wait in the application line, the core's
+                # next_plain ends each turn and hands out the next plain work in one
+                # step; when it hands out none, the turn is already given back and
+                # next_step goes on. With the line empty, next_step alone ends the turn
+                # and the drain (one core call, not two, for a queue that got one work).
+                # A queue with aux state (waiters, a disposal, a promotion while a work
+                # ran: see _records) ends each turn through the general step below.
+                work: Any = step  # a plain work (None once next_plain gave its turn back)
+                try:
+                    while (result := work()) is None and core.app is not None \
+                            and self._aux is None:
+                        work = next_plain(clock() - skew, work)
+                        if work is None:
+                            break  # next_plain gave its turn back: no turn left to end
+                except BaseException as exc:
+                    if not isinstance(exc, Exception):
+                        self._hand_off(work, FAILED, exc)
+                        raise
+                    prev_work, outcome, value = work, FAILED, exc
+                    continue
+                if result is None:
+                    prev_work, outcome, value = work, COMPLETED, None
+                    continue
+                if type(result) is not TurnHold and not (
+                        type(result) is CoroutineType or hasattr(result, "__await__")):
+                    prev_work, outcome, value = work, COMPLETED, result
+                    continue
+                promoted = self._core.promote_current(self._plain_record)
+                if promoted is None:
+                    # Promoted while it ran (it counted or disposed its scope, _records):
+                    # the turn holder is its record already, and its synchronous run
+                    # is over.
+                    promoted = core.turn_holder
+                    turn.sync = None
+                rec = cast("ZLinkWorkHandle[Any]", promoted)
+            # A work (a record, or a plain one promoted above) returned a TurnHold or an
             # awaitable.
             if type(result) is TurnHold:
                 # The drain parks with ``rec`` holding the turn (SE-4.6).
@@ -341,9 +342,10 @@ class DrainingQueue:
         if core.mode == MODE_CANCELLED and core.survive_cancel(held):
             self._check_waiters()
 
-    def _hand_off(self, rec: ZLinkWorkHandle[Any], outcome: int, value: Any) -> None:
-        """End ``rec``'s turn outside the drain loop and pass the drain role to a posted
-        callback (the code holding it is about to stop)."""
+    def _hand_off(self, rec: Any, outcome: int, value: Any) -> None:
+        """End ``rec``'s turn (a record, or a plain work: typed Any for that) outside the
+        drain loop and pass the drain role to a posted callback (the code holding it is
+        about to stop)."""
         if not isinstance(rec, WorkRecord):  # a plain work
             holder = self._core.turn_holder
             if holder is rec or not isinstance(holder, WorkRecord):
@@ -351,7 +353,7 @@ class DrainingQueue:
                 self._plain_failed(rec, value)
                 self._rt.loop.call_soon(self._continue)
                 return
-            _THREAD.turn.sync = None
+            thread_state().turn.sync = None
             rec = holder  # promoted while it ran (see _records): it ends as its record
         self._core.finish(rec, outcome)
         self._ended(rec, outcome, value)

@@ -48,7 +48,6 @@ __all__ = ["DrivenQueue", "yield_framework_call"]
 
 T = TypeVar("T")
 
-_THREAD = thread_state()  # this thread's turn and caches (one object, per-thread fields)
 _copy_context = contextvars.copy_context
 
 
@@ -281,7 +280,7 @@ class _Steps:
         """A runner at rest for the drive task ``task``: one a drive task that ended
         left behind, or a new one. Making a runner (a generator, started) is most of
         what a drive task costs beyond asyncio's own task."""
-        resting = _THREAD.resting  # this thread's: no other thread takes from it
+        resting = thread_state().resting  # this thread's: no other thread takes from it
         if resting:
             steps: _Steps = resting.pop()
             steps.task = task
@@ -291,7 +290,7 @@ class _Steps:
     def rest(self) -> None:
         """The drive task ends with its runner between works: keep the runner for the
         next one (a few are kept; nothing of the last work is)."""
-        resting = _THREAD.resting
+        resting = thread_state().resting
         if len(resting) < 16:
             self.rec = self.aw = self.value = None
             self.task = None  # type: ignore[assignment]

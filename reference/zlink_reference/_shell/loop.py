@@ -20,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import threading
-import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any, ClassVar, TypeVar, cast
 
@@ -60,32 +59,37 @@ class TurnState:
         self.sync: Any = None
 
 
-class ThreadState(threading.local):
+class ThreadState:
     """What the shell keeps per thread: the running turn, the shared runtime of default
-    queues made here (a weak reference), the shared queue configurations, the drive
+    queues made here (``shared_runtime``), the shared queue configurations, the drive
     tasks' runners at rest, and the order zombie failures are kept in. Each thread gets
-    its own on first use (``threading.local``)."""
+    its own on first use (``thread_state``)."""
 
-    turn: TurnState
-    shared_rt: Any
-    configs: dict[Any, Any]
-    resting: list[Any]
-    error_order: itertools.count[int]
+    __slots__ = ("configs", "error_order", "resting", "shared_rt", "turn")
 
     def __init__(self) -> None:
         self.turn = TurnState()
-        self.shared_rt = None
-        self.configs = {}
-        self.resting = []
+        self.shared_rt: QueueRuntime | None = None
+        self.configs: dict[Any, Any] = {}
+        self.resting: list[Any] = []
         self.error_order = itertools.count()
 
 
-_THREAD = ThreadState()
+# Per thread, one attribute: ``state``, that thread's ThreadState. The threads' states
+# are plain objects reached through one ``threading.local`` rather than a subclass of it:
+# compiled, a subclass would be a native class whose fields are one set for every
+# thread (mypyc lays them out in the object, where ``threading.local`` never looks).
+_LOCAL = threading.local()
 
 
 def thread_state() -> ThreadState:
-    """This thread's ``ThreadState``."""
-    return _THREAD
+    """This thread's ``ThreadState`` (made at its first use on the thread). Read it where
+    it is used, never once at import: the object differs per thread."""
+    try:
+        state: ThreadState = _LOCAL.state
+    except AttributeError:
+        state = _LOCAL.state = ThreadState()
+    return state
 
 
 class ScopeState:
@@ -260,7 +264,6 @@ class _SharedRuntime(QueueRuntime):
     (a disposal's scope state, ``as_not_safely``) first takes a private copy
     (``Scope.own_runtime``), so no queue's scope ever shows through another's."""
 
-    __slots__ = ("__weakref__",)
     shared = True
     _per_queue = True
 
@@ -271,10 +274,19 @@ class _SharedRuntime(QueueRuntime):
                 "(take the queue's own runtime first)")
         object.__setattr__(self, name, value)
 
+    def scope_state(self, scope: object) -> ScopeState:
+        raise ZLinkUsageError(
+            "the runtime of default queues is shared: a scope's state cannot be kept "
+            "here (take the queue's own runtime first)")
+
     def owned(self) -> QueueRuntime:
-        rt = _CopiedRuntime.__new__(_CopiedRuntime)
-        for field in QueueRuntime.__slots__:
-            setattr(rt, field, getattr(self, field))
+        rt = _CopiedRuntime(clock=self.clock, loop=self.loop, error_hook=self.error_hook,
+                            foreign_submit_timeout=self.foreign_submit_timeout,
+                            zombie_warn_after_ms=self.zombie_warn_after_ms)
+        # The copy belongs to the same loop and start as this one (D-24).
+        rt.maker_id = self.maker_id
+        rt.thread_id = self.thread_id
+        rt.dispose_safely_on_exit = self.dispose_safely_on_exit
         return rt
 
 
@@ -291,16 +303,23 @@ _MONOTONIC = MonotonicClock()  # the clock of the shared runtimes (it keeps no s
 
 def shared_runtime(loop: asyncio.AbstractEventLoop | None) -> QueueRuntime:
     """The shared runtime for ``loop`` (the running loop if None) on this thread, made
-    when the last one is gone or belongs to another loop or another start (made while
-    the loop ran here, or before: D-24's ``thread_id``)."""
+    anew when the thread's last one belongs to another loop, a closed one or another
+    start (made while the loop ran here, or before: D-24's ``thread_id``).
+
+    The thread holds its last shared runtime strongly, not through a weak reference: the
+    compiled runtime is a native class, which no weak reference can point at, and a
+    holder of another kind would cost every default queue a pointer. What the strong
+    reference keeps is bounded, one runtime (and the loop it names) per thread, until
+    the thread makes a default queue for another loop or ends; a runtime of the shared
+    kind holds no state of any queue (its writes are refused), so a later queue that
+    reuses it inherits nothing."""
     if loop is None:
         loop = asyncio.get_running_loop()
-    here = _THREAD  # per thread: a weak reference to its last shared runtime
-    ref: weakref.ref[QueueRuntime] | None = here.shared_rt
-    rt = ref() if ref is not None else None
-    if rt is not None and rt.loop is loop and (
+    here = thread_state()
+    rt: QueueRuntime | None = here.shared_rt
+    if rt is not None and rt.loop is loop and not loop.is_closed() and (
             rt.thread_id == (rt.maker_id if running_loop() is loop else -1)):
         return rt
     rt = _SharedRuntime(clock=_MONOTONIC, loop=loop)
-    here.shared_rt = weakref.ref(rt)
+    here.shared_rt = rt
     return rt

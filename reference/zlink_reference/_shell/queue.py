@@ -60,7 +60,6 @@ __all__ = [
 ]
 
 get_ident = threading.get_ident
-_THREAD = thread_state()  # this thread's caches (one object, per-thread fields)
 
 
 class QueueStatistics:
@@ -111,7 +110,8 @@ def _shared_config(policy: ZLinkExecutionLanePolicy, units_per_ms: float,
     a cached one but not the same object gets a config of its own, so ``queue.policy``
     is always the object the caller gave."""
     key = (policy, units_per_ms, yield_allowed)
-    configs: dict[tuple[ZLinkExecutionLanePolicy, float, bool], QueueConfig] = _THREAD.configs
+    configs: dict[tuple[ZLinkExecutionLanePolicy, float, bool], QueueConfig] = (
+        thread_state().configs)
     config = configs.get(key)
     if config is not None and config.policy is policy:
         return config
