@@ -261,6 +261,18 @@ def _ci_graph() -> Graph:
     return graph(SERIAL_QUEUE_CI)
 
 
+@functools.cache
+def _walk(allowed: frozenset[str]) -> _Walk:
+    """The moves of the ci graph with the environment actions ``allowed`` (made once)."""
+    return _Walk(_ci_graph(), allowed)
+
+
+@functools.cache
+def _paths(allowed: frozenset[str], max_steps: int) -> tuple[list[int], ...]:
+    """The paths over those moves (made once; each strategy copies the list)."""
+    return tuple(_walk(allowed).paths(max_steps))
+
+
 class GraphStrategy:
     """Scenarios that walk the bounded graph (see the module docstring)."""
 
@@ -272,9 +284,9 @@ class GraphStrategy:
         self.bounds = SERIAL_QUEUE_CI
         self.g = _ci_graph()
         self.allowed, missing, unavailable = self._reach(declared)
-        self.walk = _Walk(self.g, self.allowed) if unavailable is None else None
+        self.walk = _walk(self.allowed) if unavailable is None else None
         self.coverage = GraphCoverage(self.walk, self.allowed, missing, unavailable)
-        self.paths = self.walk.paths(self.max_steps) if self.walk else []
+        self.paths = list(_paths(self.allowed, self.max_steps)) if self.walk else []
 
     @property
     def unavailable(self) -> str | None:
@@ -426,6 +438,10 @@ class GraphStrategy:
                     yield n, i, (_EVENT_OF[kind], f"w{w}")
                 elif kind in ("YieldTurn", "Finish"):
                     yield n, i, (_EVENT_OF[kind], f"w{self.g.states[src].current}")
+
+    def expected(self, index: int) -> list[tuple[str, str]]:
+        """The events (name, work) path ``index`` shows, in order."""
+        return [event for _, _, event in self._expected(self.paths[index])]
 
     def observe(self, scenario: Scenario, log: CaseLog | None) -> str | None:
         """Count the moves the log shows were driven; where code and model part, say so
