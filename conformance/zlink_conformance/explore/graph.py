@@ -48,9 +48,11 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Final
 
 from zlink_model.statespace import BUDGET_MS, SERIAL_QUEUE_CI, Graph, State, graph
+from zlink_model.vocabulary import tla_actions
 
 from ..catalog import needed_capabilities
 from ..oracle.log import CaseLog
+from ..protocol.wire import CLOSE_COMMAND
 from .generate import Declared
 from .scenario import Scenario
 
@@ -73,10 +75,15 @@ _UNREACHED: Final = ("its source state is reached only through one of the interl
                      "the runtime decides alone (no path of moves from a resting state "
                      "leads there)")
 _QUEUE: Final = "Q"
-_EVENT_OF: Final[Mapping[str, str]] = {"Admit": "accepted", "Reject": "rejected",
-                                       "YieldTurn": "yielded", "Finish": "finished"}
-_WATCHED: Final = frozenset({"accepted", "rejected", "started", "resumed", "yielded",
-                             "finished"})
+# The wire events of the graph's actions, from the vocabulary's rows (TLA+ action name ->
+# row): the first of each row's events is the one a path shows (an admission's
+# ``accepted``, a finish's ``finished``, a take's ``started``; a take of a resume permit
+# shows the second, ``resumed``).
+_ROW: Final = {row.action: row for row in tla_actions("SerialQueue").values()}
+_EVENT_OF: Final[Mapping[str, str]] = {
+    action: _ROW[action].wire[0] for action in ("Admit", "Reject", "YieldTurn", "Finish")}
+_STARTED, _RESUMED = _ROW["TakeNext"].wire
+_WATCHED: Final = frozenset({*_EVENT_OF.values(), _STARTED, _RESUMED})
 
 
 def _kind(action: str) -> str:
@@ -314,7 +321,7 @@ class GraphStrategy:
                                            "script": [{"op": "call", "call": "c"}]}],
             "BudgetExpires": [{"cmd": "advance", "ms": BUDGET_MS}],
             "Close": [self._create(), {"cmd": "settle"},
-                      {"cmd": "close", "target": _QUEUE}],
+                      {"cmd": CLOSE_COMMAND, "target": _QUEUE}],
         }
         allowed = {"Admit", "Reject", "Finish", "CallReturns", "Terminated"}
         missing: dict[str, str] = {}
@@ -412,7 +419,7 @@ class GraphStrategy:
             elif kind == "BudgetExpires":
                 body.append({"cmd": "advance", "ms": BUDGET_MS})
             elif kind == "Close":
-                body.append({"cmd": "close", "target": _QUEUE})
+                body.append({"cmd": CLOSE_COMMAND, "target": _QUEUE})
             else:  # Terminated: the run rests at its end; nothing to send
                 continue
             body.append({"cmd": "settle"})
@@ -429,7 +436,7 @@ class GraphStrategy:
                 kind = _kind(action)
                 if kind == "TakeNext":
                     w = self.g.states[dst].current
-                    yield n, i, ("resumed" if w in started else "started", f"w{w}")
+                    yield n, i, (_RESUMED if w in started else _STARTED, f"w{w}")
                     started.add(w)
                 elif kind in ("Admit", "Reject"):
                     submitter = action[len(kind) + 1:-1]
