@@ -4,12 +4,14 @@ bug switch of the Node and Java examples, against the fixed suite and against ex
     python benchmarks/explore_kill_matrix.py                   # every row, 120 s budget
     python benchmarks/explore_kill_matrix.py --only fifo_swap --budget 30
     python benchmarks/explore_kill_matrix.py --no-examples     # the reference's mutants
+    python benchmarks/explore_kill_matrix.py --strategy graph --no-suite   # graph column
 
 For each row: whether the fixed suite kills it on its rule (the self-test's criterion,
-``zlink_conformance.selftest``), whether ``explore`` (strategy random, seed 1, stopping
-at the first reproduced failure) kills it within the budget and on which rule, after how
-many scenarios and seconds, and the size of the shrunk case (commands sent). Prints the
-Markdown table kept in docs/conformance.md (section 13).
+``zlink_conformance.selftest``), whether ``explore`` (strategy random, seed 1, or the
+strategy ``--strategy`` names; stopping at the first reproduced failure) kills it
+within the budget and on which rule, after how many scenarios and seconds, and the size
+of the shrunk case (commands sent). Prints the Markdown table kept in
+docs/conformance.md (section 13).
 """
 
 from __future__ import annotations
@@ -50,11 +52,11 @@ def java_bugs() -> dict[str, str]:
     return {n: rules.get(n, "?") for n in names}
 
 
-def explore_row(argv: list[str], env: dict[str, str], rule: str, budget: float
-                ) -> dict[str, Any]:
+def explore_row(argv: list[str], env: dict[str, str], rule: str, budget: float,
+                strategy: str = "random") -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         config = ExploreConfig(argv, seed=1, runs=None, budget_s=budget, out=Path(tmp),
-                               env=env, repeat=2, timeout=20.0)
+                               env=env, repeat=2, timeout=20.0, strategy=strategy)
         t0 = time.monotonic()
         report = explore(config, say=lambda line: None)
         seconds = time.monotonic() - t0
@@ -77,7 +79,9 @@ def explore_row(argv: list[str], env: dict[str, str], rule: str, budget: float
             "found": f.label}
 
 
-def suite_row(argv: list[str], env: dict[str, str], rule: str) -> str:
+def suite_row(argv: list[str], env: dict[str, str], rule: str, *, skip: bool = False) -> str:
+    if skip:
+        return "-"
     cases = load_catalogue().cases
     with Runner(argv, env=env, timeout=20.0) as runner:
         report = runner.run(cases)
@@ -91,11 +95,16 @@ def main() -> int:
     p.add_argument("--budget", type=float, default=120.0, help="explore's budget a row (s)")
     p.add_argument("--only", action="append", default=[], help="a mutant or bug name")
     p.add_argument("--no-examples", action="store_true", help="the reference's mutants only")
+    p.add_argument("--strategy", choices=("random", "graph"), default="random",
+                   help="explore's strategy for the explore column (default random)")
+    p.add_argument("--no-suite", action="store_true",
+                   help="leave the fixed-suite column out ('-'): the explore column only")
     p.add_argument("--new-only", action="store_true",
                    help="only the mutants of explore_mutants.py (and the examples' bugs)")
     args = p.parse_args()
     catalogue = load_catalogue()
-    rows: list[str] = ["| runtime: mutant or bug | breaks | fixed suite | explore | "
+    rows: list[str] = [f"| runtime: mutant or bug | breaks | fixed suite | explore "
+                       f"({args.strategy}) | "
                        "found on | scenarios | seconds | shrunk case (commands) |",
                        "|---|---|---|---|---|---|---|---|"]
 
@@ -112,33 +121,33 @@ def main() -> int:
         if args.new_only or (args.only and name not in args.only):
             continue
         env = {"ZLINK_ADAPTER_PRELOAD": str(PRELOAD_FILE), "ZLINK_MUTANT_NAME": name}
-        fixed = run_mutant(name, mutant.rule, mutant.invariant, catalogue.cases, argv,
-                           PRELOAD_FILE)
-        emit("reference", name, mutant.rule, fixed.verdict,
-             explore_row(argv, env, mutant.rule, args.budget))
+        fixed = "-" if args.no_suite else run_mutant(
+            name, mutant.rule, mutant.invariant, catalogue.cases, argv, PRELOAD_FILE).verdict
+        emit("reference", name, mutant.rule, fixed,
+             explore_row(argv, env, mutant.rule, args.budget, args.strategy))
     from zlink_reference_adapter import explore_mutants
 
     for name, mutant in explore_mutants.CATALOGUE.items():
         if args.only and name not in args.only:
             continue
         env = {"ZLINK_ADAPTER_PRELOAD": str(PRELOAD_FILE), "ZLINK_MUTANT_NAME": name}
-        fixed = run_mutant(name, mutant.rule, mutant.invariant, catalogue.cases, argv,
-                           PRELOAD_FILE)
-        emit("reference, new", name, mutant.rule, fixed.verdict,
-             explore_row(argv, env, mutant.rule, args.budget))
+        fixed = "-" if args.no_suite else run_mutant(
+            name, mutant.rule, mutant.invariant, catalogue.cases, argv, PRELOAD_FILE).verdict
+        emit("reference, new", name, mutant.rule, fixed,
+             explore_row(argv, env, mutant.rule, args.budget, args.strategy))
     if not args.no_examples:
         for name, rule in NODE_BUGS.items():
             if args.only and name not in args.only:
                 continue
             env = {"ZLINK_NODE_BUG": name}
-            emit("node", name, rule, suite_row(NODE, env, rule),
-                 explore_row(NODE, env, rule, args.budget))
+            emit("node", name, rule, suite_row(NODE, env, rule, skip=args.no_suite),
+                 explore_row(NODE, env, rule, args.budget, args.strategy))
         for name, rule in java_bugs().items():
             if args.only and name not in args.only:
                 continue
             env = {"ZLINK_JAVA_BUG": name}
-            emit("java", name, rule, suite_row(JAVA, env, rule),
-                 explore_row(JAVA, env, rule, args.budget))
+            emit("java", name, rule, suite_row(JAVA, env, rule, skip=args.no_suite),
+                 explore_row(JAVA, env, rule, args.budget, args.strategy))
     print()
     print("\n".join(rows))
     return 0

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from zlink_model.queue import QueueCore
+from zlink_model.statespace import SERIAL_QUEUE_CI, graph
 from zlink_tool.statespace import AgreementError, explore, load_bounds, manifest_counts
 
 MODELS = Path(__file__).resolve().parents[2] / "models"
@@ -41,6 +42,16 @@ def test_the_bounds_are_read_from_the_model_files() -> None:
     assert dict(bounds.script) == {"s1": (1, 4), "s2": (3, 2)}
     assert (bounds.app_count_cap, bounds.app_byte_cap, bounds.life_count_cap,
             bounds.life_byte_cap, bounds.fixed_cost, bounds.burst_limit) == (2, 2, 1, 2, 1, 1)
+
+
+def test_SE_6_6_the_graph_explore_walks_is_the_ci_run_of_tlc() -> None:
+    """``explore --strategy graph`` walks ``graph(SERIAL_QUEUE_CI)``: its bounds are the
+    files' and its states and transitions are TLC's counts (generated = transitions + 1,
+    Init)."""
+    cfg, distinct, total = manifest_counts(MODELS, "SerialQueue")
+    assert load_bounds(cfg) == SERIAL_QUEUE_CI
+    walked = graph(SERIAL_QUEUE_CI)
+    assert (len(walked.states), len(walked.steps) + 1) == (distinct, total)
 
 
 def test_SE_6_5_a_slice_that_forgets_to_reschedule_changes_the_space(

@@ -34,6 +34,7 @@ from ..runner.process import Handshake
 from ..runner.suite import write_transcript
 from .coverage import Coverage
 from .generate import Declared, RandomStrategy
+from .graph import GraphCoverage, GraphStrategy
 from .scenario import GENERATED_RULE, Scenario, case_id
 from .shrink import shrink
 
@@ -109,6 +110,7 @@ class Finding:
     case_file: Path | None = None
     replayed: bool | None = None  # the written case failed again on the same rule
     seen: int = 1  # scenarios that failed with this signature
+    parted: str | None = None  # strategy graph: where the log left the model's path
 
     @property
     def flaky(self) -> bool:
@@ -131,6 +133,7 @@ class Finding:
             "case_file": str(self.case_file) if self.case_file else None,
             "replayed": self.replayed,
             "commands": (self.shrunk_result or self.result).commands(),
+            "parted": self.parted,
         }
 
 
@@ -150,6 +153,7 @@ class ExploreReport:
     coverage: Coverage = dataclasses.field(default_factory=Coverage)
     run_seconds: float = 0.0  # time in scenarios run for the search (not re-runs, shrinks)
     handshake: Handshake | None = None
+    graph: GraphCoverage | None = None  # strategy graph: the graph's transitions driven
 
     def suite_report(self) -> SuiteReport:
         """The failures as a run's report (one case each: its shrunk case, else the
@@ -185,6 +189,7 @@ class ExploreReport:
             "refused_policy_fields": self.refused,
             "findings": [f.to_json() for f in self.findings],
             "coverage": self.coverage.report(),
+            **({"graph": self.graph.report()} if self.graph is not None else {}),
         }
 
 
@@ -201,7 +206,15 @@ def explore(config: ExploreConfig, say: Say = print) -> ExploreReport:
         caps = list(hs.capabilities)
         declared = Declared.of(caps, hs.reply.get("surface"))
         report = ExploreReport(config, hs.name, caps, handshake=hs)
-        strategy = RandomStrategy(declared, config.seed, config.max_steps)
+        strategy: RandomStrategy | GraphStrategy = (
+            GraphStrategy(declared, config.seed, config.max_steps)
+            if config.strategy == "graph" else
+            RandomStrategy(declared, config.seed, config.max_steps))
+        graph = strategy if isinstance(strategy, GraphStrategy) else None
+        if graph is not None:
+            report.graph = graph.coverage
+            say(f"explore: {len(graph.paths)} path(s) cover the moves of the graph"
+                if graph.unavailable is None else f"explore: {graph.unavailable}")
         say(f"explore: {hs.name}, strategy {strategy.name}, seed {config.seed}, "
             f"{_limit(config)}, at most {config.max_steps} steps a scenario")
         if not declared.kinds:
@@ -212,6 +225,8 @@ def explore(config: ExploreConfig, say: Say = print) -> ExploreReport:
         last_note = time.monotonic()
         while declared.kinds and not _done(config, report, t0):
             scenario = strategy.scenario(index)
+            if scenario is None:  # strategy graph: every path driven
+                break
             index += 1
             case = _case(scenario, rules, caps)
             if case is None:
@@ -221,6 +236,7 @@ def explore(config: ExploreConfig, say: Say = print) -> ExploreReport:
             report.run_seconds += time.monotonic() - started
             report.scenarios += 1
             report.coverage.add(scenario, result.log)
+            parted = graph.observe(scenario, result.log) if graph is not None else None
             if config.transcripts is not None:
                 write_transcript(result, config.transcripts)
             refusal = _refused_field(result)
@@ -239,6 +255,7 @@ def explore(config: ExploreConfig, say: Say = print) -> ExploreReport:
                 by_signature[sig].seen += 1
             else:
                 finding = _confirm(runner, scenario, case, result, sig, config, say)
+                finding.parted = parted
                 by_signature[sig] = finding
                 report.findings.append(finding)
                 if not finding.flaky:

@@ -1,0 +1,488 @@
+"""The ``graph`` strategy: walk the model's bounded state graph and drive the adapter
+along paths that cover every transition the protocol can bring about, as Mocket does
+with TLC's graph.
+
+The graph is the ci profile's ``SerialQueue`` run (``zlink_model.statespace``: 12,817
+states, 35,466 transitions, TLC's own counts), one bare queue with four works of three
+lanes, two submitters, capacities, a burst limit, a time budget and close. Its actions
+fall in two kinds:
+
+- the **environment's**, which a protocol command or script op brings about: ``Admit``
+  and ``Reject`` (a ``submit``), ``Finish`` and ``YieldTurn`` (a work held at a gate is
+  let go, and its script ends or makes a call), ``CallReturns`` (``complete``),
+  ``BudgetExpires`` (``advance`` by the budget while a work holds the turn) and ``Close``;
+- the **runtime's**, which it takes alone and at once: ``EnterDrain``, ``TakeNext``,
+  ``EndSlice``, ``ExitDrain`` and ``Requeue``.
+
+A state in which no runtime action is enabled is one the runtime *rests* in: after a
+``settle`` it is there, and stays there until the next command. A *move* is one
+environment transition from a resting state, followed by the runtime's transitions until
+it rests again (in every resting state the graph reaches, that chain is unique: exactly
+one runtime action is enabled at each of its states, which ``_Walk`` checks). Each move
+is one command and a ``settle``; every transition of a move is one the protocol brings
+about on any adapter that keeps the settle contract. A transition out of a state the
+runtime does not rest in (an admission between the drain being scheduled and entered, a
+step between two turns, anything between a call's return and its requeue) is an
+interleaving the runtime decides alone: it is listed with that reason, never driven.
+
+Paths are chosen so that every move is taken at least once: for each move not yet taken,
+the shortest walk of moves from the initial state to its source, the move, then moves
+not yet taken from there for as long as there are some and the path is shorter than
+``max_steps``. Each path is a scenario: the queue with the run's policy, every work's
+script made from the turns the path gives it (a gate at the start of each turn, then a
+``call`` if the turn ends in a yield), and one command and one ``settle`` a move.
+
+The log of each scenario is judged by the oracle like every scenario; then its events
+(``accepted``, ``rejected``, ``started``, ``resumed``, ``yielded``, ``finished``) are
+compared with the path's: the moves before the first difference are *driven* (a move
+with no event of its own, a call's return say, counts when no event before it differed),
+and the first difference is reported with the model state where code and model part.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import functools
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, Final
+
+from zlink_model.statespace import BUDGET_MS, SERIAL_QUEUE_CI, Graph, State, graph
+from zlink_model.vocabulary import tla_actions
+
+from ..catalog import needed_capabilities
+from ..oracle.log import CaseLog
+from ..protocol.wire import CLOSE_COMMAND
+from .generate import Declared
+from .scenario import Scenario
+
+__all__ = ["GraphCoverage", "GraphStrategy"]
+
+RUNTIME_ACTIONS: Final = ("EnterDrain", "TakeNext", "EndSlice", "ExitDrain", "Requeue")
+# Why a state the runtime does not rest in is left at once, by the runtime action enabled.
+_TRANSIENT: Final[Mapping[str, str]] = {
+    "Requeue": "a call has returned and its work is not requeued yet: the runtime "
+               "requeues it at once",
+    "EnterDrain": "the drain is scheduled and not yet entered: the runtime enters it at "
+                  "once",
+    "TakeNext": "between two turns of a drain: the runtime takes the next turn at once",
+    "EndSlice": "between two turns of a drain whose budget is spent: the runtime ends "
+                "the slice at once",
+    "ExitDrain": "between the last turn of a drain and its end: the runtime leaves the "
+                 "drain at once",
+}
+_UNREACHED: Final = ("its source state is reached only through one of the interleavings "
+                     "the runtime decides alone (no path of moves from a resting state "
+                     "leads there)")
+_QUEUE: Final = "Q"
+# The wire events of the graph's actions, from the vocabulary's rows (TLA+ action name ->
+# row): the first of each row's events is the one a path shows (an admission's
+# ``accepted``, a finish's ``finished``, a take's ``started``; a take of a resume permit
+# shows the second, ``resumed``).
+_ROW: Final = {row.action: row for row in tla_actions("SerialQueue").values()}
+_EVENT_OF: Final[Mapping[str, str]] = {
+    action: _ROW[action].wire[0] for action in ("Admit", "Reject", "YieldTurn", "Finish")}
+_STARTED, _RESUMED = _ROW["TakeNext"].wire
+_WATCHED: Final = frozenset({*_EVENT_OF.values(), _STARTED, _RESUMED})
+
+
+def _kind(action: str) -> str:
+    return action.split("(", 1)[0]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Move:
+    """One environment transition from a resting state and the runtime's chain after it."""
+
+    action: str
+    source: int
+    target: int
+    steps: tuple[int, ...]  # indices into Graph.steps, the environment's first
+
+
+class _Walk:
+    """The graph cut into moves, and the paths that cover them."""
+
+    def __init__(self, g: Graph, allowed: frozenset[str]) -> None:
+        self.g = g
+        out: dict[int, list[int]] = collections.defaultdict(list)
+        for i, (src, _action, _dst) in enumerate(g.steps):
+            out[src].append(i)
+        self.out = out
+        self.resting = {s for s in range(len(g.states)) if not self._runtime(s)}
+        self.moves: list[_Move] = []
+        self.moves_from: dict[int, list[int]] = collections.defaultdict(list)
+        self.visited: set[int] = {0}  # states some move passes through
+        seen = {0}
+        todo = [0]
+        while todo:
+            here = todo.pop()
+            for i in out[here]:
+                action = g.steps[i][1]
+                if _kind(action) in RUNTIME_ACTIONS or _kind(action) not in allowed:
+                    continue
+                steps = [i]
+                state = g.steps[i][2]
+                while state not in self.resting:
+                    self.visited.add(state)
+                    chain = self._runtime(state)
+                    if len(chain) != 1:
+                        raise AssertionError(f"state {state}: {len(chain)} runtime actions "
+                                             "enabled in a chain; a move would not be "
+                                             "the protocol's to choose")
+                    steps.append(chain[0])
+                    state = g.steps[chain[0]][2]
+                self.moves_from[here].append(len(self.moves))
+                self.moves.append(_Move(action, here, state, tuple(steps)))
+                if state not in seen:
+                    seen.add(state)
+                    todo.append(state)
+        self.visited |= seen
+        self.drivable = frozenset(i for m in self.moves for i in m.steps)
+
+    def _runtime(self, state: int) -> list[int]:
+        return [i for i in self.out[state] if _kind(self.g.steps[i][1]) in RUNTIME_ACTIONS]
+
+    def reason(self, step: int, allowed: frozenset[str], missing: Mapping[str, str]) -> str:
+        """Why a transition no move takes is out of the protocol's reach."""
+        src, action, _ = self.g.steps[step]
+        if _kind(action) not in allowed and _kind(action) not in RUNTIME_ACTIONS:
+            return missing.get(_kind(action), "not declared by the adapter")
+        if src not in self.visited:
+            return _UNREACHED
+        for name in RUNTIME_ACTIONS:
+            if any(_kind(self.g.steps[i][1]) == name for i in self.out[src]):
+                return _TRANSIENT[name]
+        return _UNREACHED
+
+    def paths(self, max_steps: int) -> list[list[int]]:
+        """Paths of moves from the initial state that take every move at least once."""
+        parent: dict[int, int] = {0: -1}  # state -> the move that first reaches it
+        frontier = collections.deque([0])
+        while frontier:
+            here = frontier.popleft()
+            for m in self.moves_from[here]:
+                there = self.moves[m].target
+                if there not in parent:
+                    parent[there] = m
+                    frontier.append(there)
+        taken: set[int] = set()
+        out: list[list[int]] = []
+        for first in range(len(self.moves)):
+            if first in taken:
+                continue
+            prefix: list[int] = []
+            state = self.moves[first].source
+            while parent[state] != -1:
+                prefix.append(parent[state])
+                state = self.moves[parent[state]].source
+            path = [*reversed(prefix), first]
+            here = self.moves[first].target
+            while len(path) < max_steps:
+                fresh = [m for m in self.moves_from[here] if m not in taken and m not in path]
+                if not fresh:
+                    break
+                path.append(fresh[0])
+                here = self.moves[fresh[0]].target
+            taken.update(path)
+            out.append(path)
+        return out
+
+
+class GraphCoverage:
+    """The fraction of the graph's transitions driven, and why the rest were not."""
+
+    def __init__(self, walk: _Walk | None, allowed: frozenset[str],
+                 missing: Mapping[str, str], unavailable: str | None) -> None:
+        self.walk = walk
+        self.allowed = allowed
+        self.missing = missing
+        self.unavailable = unavailable
+        self.driven: set[int] = set()
+        self.parted: list[tuple[int, str]] = []  # (scenario, where code and model part)
+
+    @property
+    def total(self) -> int:
+        return len(self.walk.g.steps) if self.walk else len(_ci_graph().steps)
+
+    def not_drivable(self) -> dict[str, list[int]]:
+        """Reason -> the transitions it keeps out of reach."""
+        out: dict[str, list[int]] = collections.defaultdict(list)
+        if self.walk is None:
+            out[self.unavailable or "no plan"] = list(range(self.total))
+            return out
+        for i in range(self.total):
+            if i not in self.walk.drivable:
+                out[self.walk.reason(i, self.allowed, self.missing)].append(i)
+        return out
+
+    def report(self) -> dict[str, Any]:
+        """The JSON form: counts, and every transition out of reach by reason."""
+        g = self.walk.g if self.walk else _ci_graph()
+        drivable = len(self.walk.drivable) if self.walk else 0
+        return {
+            "graph": "SerialQueue (ci profile)", "states": len(g.states),
+            "transitions": self.total, "drivable": drivable,
+            "driven": len(self.driven),
+            "driven_of_drivable": round(len(self.driven) / drivable, 4) if drivable else 0.0,
+            "driven_of_all": round(len(self.driven) / self.total, 4),
+            "drivable_not_driven": sorted(
+                f"{g.steps[i][0]}:{g.steps[i][1]}" for i in
+                (self.walk.drivable - self.driven if self.walk else ())),
+            "not_drivable": {why: [f"{g.steps[i][0]}:{g.steps[i][1]}" for i in steps]
+                             for why, steps in self.not_drivable().items()},
+            "left_the_path": [{"scenario": n, "where": w} for n, w in self.parted],
+        }
+
+    def lines(self) -> list[str]:
+        """The printed form: driven over drivable and over all, the rest by reason."""
+        g = self.walk.g if self.walk else _ci_graph()
+        drivable = self.walk.drivable if self.walk else frozenset()
+        n = len(self.driven)
+        out = [f"graph transitions (SerialQueue, ci profile: {len(g.states):,} states, "
+               f"{self.total:,} transitions): {n:,} driven = "
+               f"{_pct(n, len(drivable))} of the {len(drivable):,} the protocol can bring "
+               f"about, {_pct(n, self.total)} of all"]
+        left = sorted(drivable - self.driven)
+        if left:
+            shown = ", ".join(f"{g.steps[i][1]} from state {g.steps[i][0]}" for i in left[:5])
+            out.append(f"  NOT driven although the protocol can: {len(left):,} ({shown}"
+                       f"{', ...' if len(left) > 5 else ''})")
+        for why, steps in sorted(self.not_drivable().items(), key=lambda kv: -len(kv[1])):
+            kinds = collections.Counter(_kind(g.steps[i][1]) for i in steps)
+            out.append(f"  out of the protocol's reach: {len(steps):,} ({why}): "
+                       + ", ".join(f"{k} {v}" for k, v in kinds.most_common()))
+        if self.parted:
+            out.append(f"  {len(self.parted)} scenario(s) left their path; first: scenario "
+                       f"{self.parted[0][0]}: {self.parted[0][1]}")
+        return out
+
+
+def _pct(part: int, whole: int) -> str:
+    return f"{100 * part / whole:.1f} %" if whole else "0 %"
+
+
+@functools.cache
+def _ci_graph() -> Graph:
+    """The ci profile's SerialQueue graph (about a second to enumerate), made once."""
+    return graph(SERIAL_QUEUE_CI)
+
+
+@functools.cache
+def _walk(allowed: frozenset[str]) -> _Walk:
+    """The moves of the ci graph with the environment actions ``allowed`` (made once)."""
+    return _Walk(_ci_graph(), allowed)
+
+
+@functools.cache
+def _paths(allowed: frozenset[str], max_steps: int) -> tuple[list[int], ...]:
+    """The paths over those moves (made once; each strategy copies the list)."""
+    return tuple(_walk(allowed).paths(max_steps))
+
+
+class GraphStrategy:
+    """Scenarios that walk the bounded graph (see the module docstring)."""
+
+    name = "graph"
+
+    def __init__(self, declared: Declared, seed: int, max_steps: int = 24) -> None:
+        self.seed = seed
+        self.max_steps = max(1, max_steps)
+        self.bounds = SERIAL_QUEUE_CI
+        self.g = _ci_graph()
+        self.allowed, missing, unavailable = self._reach(declared)
+        self.walk = _walk(self.allowed) if unavailable is None else None
+        self.coverage = GraphCoverage(self.walk, self.allowed, missing, unavailable)
+        self.paths = list(_paths(self.allowed, self.max_steps)) if self.walk else []
+
+    @property
+    def unavailable(self) -> str | None:
+        """Why no scenario can be made (None when there are paths to drive)."""
+        return self.coverage.unavailable
+
+    def _reach(self, declared: Declared) -> tuple[frozenset[str], dict[str, str], str | None]:
+        """The environment actions the adapter's declarations let a scenario bring about,
+        why each other one is out of reach, and why nothing is (if so)."""
+        if not any(k.type == "queue" for k in declared.kinds):
+            return frozenset(), {}, ("the adapter declares no bare queue (capability "
+                                     "queue): the graph is one queue's")
+        entries = declared.entries.get("queue", ())
+        lacking = sorted({self._entry(w) for w in self.bounds.works} - set(entries))
+        fields = sorted(set(self._policy()) - set(declared.policy_fields))
+        if lacking or fields:
+            return frozenset(), {}, ("the graph's works and bounds need "
+                                     + ", ".join([*(f"entry {e}" for e in lacking),
+                                                  *(f"policy field {f}" for f in fields)])
+                                     + ", which the adapter does not offer")
+        caps = declared.capabilities
+        samples: Mapping[str, list[dict[str, Any]]] = {
+            "YieldTurn": [self._create(), {"cmd": "submit", "target": _QUEUE, "work": "w",
+                                           "entry": "enqueue",
+                                           "script": [{"op": "call", "call": "c"}]}],
+            "BudgetExpires": [{"cmd": "advance", "ms": BUDGET_MS}],
+            "Close": [self._create(), {"cmd": "settle"},
+                      {"cmd": CLOSE_COMMAND, "target": _QUEUE}],
+        }
+        allowed = {"Admit", "Reject", "Finish", "CallReturns", "Terminated"}
+        missing: dict[str, str] = {}
+        for action, steps in samples.items():
+            needs = [c for c in needed_capabilities(steps) if c not in caps]
+            if needs:
+                missing[action] = (f"needs capability {', '.join(needs)}, which the adapter "
+                                   "does not declare")
+            else:
+                allowed.add(action)
+        if "YieldTurn" not in allowed:
+            allowed.discard("CallReturns")
+        return frozenset(allowed), missing, None
+
+    # ------------------------------------------------------------ scenarios
+    def _entry(self, w: int) -> str:
+        lane = self.bounds.lane[w]
+        if lane == "life":
+            return "enqueue_lifecycle"
+        if lane == "barrier":
+            return "enqueue_barrier_next"
+        return "enqueue_with_payload_bytes" if self.bounds.payload[w] else "enqueue"
+
+    def _policy(self) -> dict[str, int]:
+        b = self.bounds
+        return {"application_message_capacity": b.app_count_cap,
+                "application_byte_capacity": b.app_byte_cap,
+                "lifecycle_message_capacity": b.life_count_cap,
+                "lifecycle_byte_capacity": b.life_byte_cap,
+                "fixed_work_byte_cost": b.fixed_cost,
+                "lifecycle_burst_limit": b.burst_limit,
+                "owner_time_budget_ms": BUDGET_MS}
+
+    def _create(self) -> dict[str, Any]:
+        return {"cmd": "create", "target": _QUEUE, "type": "queue", "policy": self._policy()}
+
+    def scenario(self, index: int) -> Scenario | None:
+        """Path ``index`` as a scenario; None past the last path."""
+        if index >= len(self.paths):
+            return None
+        return Scenario(self._body(self.paths[index]), self.seed, index, self.name)
+
+    def _turns(self, path: Sequence[int]) -> dict[int, list[str]]:
+        """Work -> how each of its turns on the path ends ("call", "end", or "" when
+        the path stops while the work holds the turn)."""
+        turns: dict[int, list[str]] = collections.defaultdict(list)
+        for m in path:
+            for i in self.walk.moves[m].steps if self.walk else ():
+                src, action, dst = self.g.steps[i]
+                kind = _kind(action)
+                if kind == "TakeNext":
+                    turns[self.g.states[dst].current].append("")
+                elif kind in ("YieldTurn", "Finish"):
+                    w = self.g.states[src].current
+                    turns[w][-1] = "call" if kind == "YieldTurn" else "end"
+        return turns
+
+    def _body(self, path: Sequence[int]) -> list[dict[str, Any]]:
+        assert self.walk is not None
+        turns = self._turns(path)
+        scripts: dict[int, list[dict[str, Any]]] = {}
+        for w in self.bounds.works:
+            ops: list[dict[str, Any]] = []
+            for k, end in enumerate(turns.get(w, [])):
+                ops.append({"op": "gate", "gate": f"g{w}_{k}"})
+                if end == "call":
+                    ops.append({"op": "call", "call": f"c{w}_{k}"})
+            scripts[w] = ops
+        body: list[dict[str, Any]] = [self._create(), {"cmd": "settle"}]
+        gate_turn: dict[int, int] = collections.Counter()  # work -> turns begun
+        last_call: dict[int, str] = {}
+        for m in path:
+            move = self.walk.moves[m]
+            src = self.g.states[move.source]
+            kind = _kind(move.action)
+            if kind in ("Admit", "Reject"):
+                submitter = move.action[len(kind) + 1:-1]
+                w = next(x for x in self.bounds.script[submitter]
+                         if src.phase[x - 1] == "new")
+                sub: dict[str, Any] = {"cmd": "submit", "target": _QUEUE, "work": f"w{w}",
+                                       "entry": self._entry(w), "script": scripts[w]}
+                if self.bounds.payload[w]:
+                    sub["payload_bytes"] = self.bounds.payload[w]
+                body.append(sub)
+            elif kind in ("Finish", "YieldTurn"):
+                w = src.current
+                k = gate_turn[w]
+                body.append({"cmd": "open", "gate": f"g{w}_{k}"})
+                gate_turn[w] = k + 1
+                if kind == "YieldTurn":
+                    last_call[w] = f"c{w}_{k}"
+            elif kind == "CallReturns":
+                w = int(move.action[len(kind) + 1:-1])
+                body.append({"cmd": "complete", "call": last_call[w]})
+            elif kind == "BudgetExpires":
+                body.append({"cmd": "advance", "ms": BUDGET_MS})
+            elif kind == "Close":
+                body.append({"cmd": CLOSE_COMMAND, "target": _QUEUE})
+            else:  # Terminated: the run rests at its end; nothing to send
+                continue
+            body.append({"cmd": "settle"})
+        return body
+
+    # ------------------------------------------------------------ judging the path
+    def _expected(self, path: Sequence[int]) -> Iterator[tuple[int, int, tuple[str, str]]]:
+        """(move number, step, (event, work)) of every event the path shows."""
+        assert self.walk is not None
+        started: set[int] = set()
+        for n, m in enumerate(path):
+            for i in self.walk.moves[m].steps:
+                src, action, dst = self.g.steps[i]
+                kind = _kind(action)
+                if kind == "TakeNext":
+                    w = self.g.states[dst].current
+                    yield n, i, (_RESUMED if w in started else _STARTED, f"w{w}")
+                    started.add(w)
+                elif kind in ("Admit", "Reject"):
+                    submitter = action[len(kind) + 1:-1]
+                    w = next(x for x in self.bounds.script[submitter]
+                             if self.g.states[src].phase[x - 1] == "new")
+                    yield n, i, (_EVENT_OF[kind], f"w{w}")
+                elif kind in ("YieldTurn", "Finish"):
+                    yield n, i, (_EVENT_OF[kind], f"w{self.g.states[src].current}")
+
+    def expected(self, index: int) -> list[tuple[str, str]]:
+        """The events (name, work) path ``index`` shows, in order."""
+        return [event for _, _, event in self._expected(self.paths[index])]
+
+    def observe(self, scenario: Scenario, log: CaseLog | None) -> str | None:
+        """Count the moves the log shows were driven; where code and model part, say so
+        (None when the log follows the whole path)."""
+        if self.walk is None or scenario.index >= len(self.paths):
+            return None
+        path = self.paths[scenario.index]
+        seen = [(ev.name, ev.work or "") for _, ev in (log.events if log else [])
+                if ev.name in _WATCHED]
+        expected = list(self._expected(path))
+        parted: str | None = None
+        good_moves = len(path)
+        for k, (n, step, want) in enumerate(expected):
+            got = seen[k] if k < len(seen) else None
+            if got != want:
+                good_moves = n
+                state = self.g.states[self.g.steps[step][0]]
+                parted = (f"move {n + 1} of {len(path)} ({self.walk.moves[path[n]].action}), "
+                          f"at {self.g.steps[step][1]}: the model's next event is "
+                          f"{want[0]}:{want[1]}, the runtime's "
+                          f"{f'{got[0]}:{got[1]}' if got else 'none'}; the model state "
+                          f"there: {_describe(state)}")
+                break
+        for m in path[:good_moves]:
+            self.coverage.driven.update(self.walk.moves[m].steps)
+        if parted is not None:
+            self.coverage.parted.append((scenario.index, parted))
+        return parted
+
+
+def _describe(s: State) -> str:
+    """A model state in a line: the lines, the turn, the flags and the phases."""
+    phases = " ".join(f"w{i + 1}={p}" for i, p in enumerate(s.phase))
+    return (f"app={list(s.app)} life={list(s.life)} barrier={list(s.barrier)} "
+            f"current={f'w{s.current}' if s.current else 'none'} streak={s.streak} "
+            f"draining={s.draining} scheduled={s.drain_scheduled} closed={s.closed} "
+            f"budget_used={s.budget_used} {phases}")

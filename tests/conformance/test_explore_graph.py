@@ -1,0 +1,150 @@
+"""``explore --strategy graph``: paths of the model's bounded SerialQueue graph, driven
+through an adapter, judged by the oracle and compared event by event with the path.
+
+The unit tests hold the walk to its promises (every move of the graph on some path, each
+path a well-formed scenario that uses only what the handshake declares, what is out of
+reach said with its reason); the adapter tests show it biting: catalogued mutants of the
+reference are killed, one of them on a rule the random strategy sees only through
+another, and a log that leaves its path is reported with the state where code and model
+part. The whole walk against the reference (every transition the protocol can bring
+about, no failure, no log off its path) is the slow test.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from zlink_conformance.catalog import load_catalogue, needed_capabilities
+from zlink_conformance.explore import Declared, ExploreConfig, explore
+from zlink_conformance.explore.graph import RUNTIME_ACTIONS, GraphStrategy
+from zlink_conformance.oracle.log import CaseLog
+from zlink_conformance.protocol.wire import CAPABILITIES, Event
+from zlink_conformance.runner import Runner
+from zlink_conformance.selftest import rule_matches
+from zlink_reference_adapter import PRELOAD_FILE, reference_adapter_command
+
+from kit_helpers import child_env
+
+
+def _everything() -> GraphStrategy:
+    return GraphStrategy(Declared.of(list(CAPABILITIES), None), seed=0)
+
+
+def test_SE_10_14_graph_paths_take_every_move_of_the_graph() -> None:
+    strategy = _everything()
+    walk = strategy.walk
+    assert walk is not None
+    on_paths = {m for path in strategy.paths for m in path}
+    assert on_paths == set(range(len(walk.moves)))
+    # every path starts at Init and each move starts where the one before ended
+    for path in strategy.paths:
+        here = 0
+        for m in path:
+            assert walk.moves[m].source == here
+            here = walk.moves[m].target
+    # a move is one environment transition and the runtime's own after it
+    for move in walk.moves:
+        kinds = [strategy.g.steps[i][1].split("(")[0] for i in move.steps]
+        assert kinds[0] not in RUNTIME_ACTIONS
+        assert all(k in RUNTIME_ACTIONS for k in kinds[1:])
+    assert len(strategy.g.steps) == 35466
+
+
+def test_SE_10_14_graph_scenarios_are_well_formed_and_use_what_is_declared() -> None:
+    strategy = _everything()
+    caps = set(CAPABILITIES)
+    for index in range(0, len(strategy.paths), 97):
+        scenario = strategy.scenario(index)
+        assert scenario is not None and scenario.strategy == "graph"
+        assert scenario.well_formed()
+        assert set(needed_capabilities(scenario.steps())) <= caps
+        # one command, one settle: the runtime rests before every move
+        body = scenario.body
+        assert all(m["cmd"] == "settle" for m in body[1::2])
+    assert strategy.scenario(len(strategy.paths)) is None
+
+
+def test_SE_10_14_graph_says_what_an_adapter_without_a_capability_cannot_reach() -> None:
+    no_queue = GraphStrategy(Declared.of(["actor"], None), seed=0)
+    assert no_queue.paths == [] and no_queue.unavailable is not None
+    assert "queue" in no_queue.unavailable
+    no_yield = GraphStrategy(Declared.of(["queue", "virtual_clock"], None), seed=0)
+    assert no_yield.unavailable is None and no_yield.paths
+    reasons = no_yield.coverage.not_drivable()
+    assert any("capability yield" in why for why in reasons), list(reasons)
+    for path in no_yield.paths:
+        scenario = no_yield.scenario(no_yield.paths.index(path))
+        assert scenario is not None
+        assert "yield" not in needed_capabilities(scenario.steps())
+        break
+
+
+def _log_of(events: list[tuple[str, str]]) -> CaseLog:
+    log = CaseLog()
+    for name, work in events:
+        log.event(Event(name, {"work": work, "owner": "Q"}))
+    return log
+
+
+def test_SE_10_14_graph_reports_the_state_where_code_and_model_part() -> None:
+    strategy = _everything()
+    index = next(i for i in range(len(strategy.paths)) if len(strategy.expected(i)) >= 4)
+    scenario = strategy.scenario(index)
+    assert scenario is not None
+    wanted = strategy.expected(index)
+    assert strategy.observe(scenario, _log_of(wanted)) is None
+    driven = len(strategy.coverage.driven)
+    assert driven > 0
+    # the same log with its third event changed: code and model part there
+    broken = [*wanted[:2], ("finished", "w9"), *wanted[3:]]
+    parted = strategy.observe(scenario, _log_of(broken))
+    assert parted is not None
+    assert "the runtime's finished:w9" in parted and f"{wanted[2][0]}:{wanted[2][1]}" in parted
+    assert "current=" in parted  # the model state where they part
+    assert strategy.coverage.parted[-1] == (index, parted)
+
+
+def _mutant_env(name: str) -> dict[str, str]:
+    return child_env(ZLINK_ADAPTER_PRELOAD=str(PRELOAD_FILE), ZLINK_MUTANT_NAME=name)
+
+
+# Catalogued mutants of the reference the graph walk kills early on its path order
+# (docs/conformance.md, the kill matrix's graph column): the mutant, its rule, and the
+# scenarios that suffice.
+@pytest.mark.parametrize(("mutant", "rule", "runs"), [
+    ("resume_skips_requeue", "SE-6.7", 20),
+    ("capacity_off_by_one", "SE-5.1", 20),
+])
+def test_SE_10_14_graph_kills_catalogued_mutants_and_shrinks_them(
+        tmp_path: Path, mutant: str, rule: str, runs: int) -> None:
+    config = ExploreConfig(reference_adapter_command(), runs=runs, out=tmp_path,
+                           env=_mutant_env(mutant), strategy="graph", repeat=1,
+                           shrink_seconds=20)
+    report = explore(config, say=lambda line: None)
+    assert report.verdict == "FAIL"
+    finding = report.findings[0]
+    assert rule_matches(rule, finding.rule), finding.to_json()["messages"]
+    assert finding.replayed and finding.shrunk is not None
+    files = list(tmp_path.glob("found_*.json"))
+    assert len(files) == 1
+    written = json.loads(files[0].read_text(encoding="utf-8"))
+    assert written["found"]["strategy"] == "graph"
+    # the correct reference passes the written case
+    with Runner(reference_adapter_command(), env=child_env()) as runner:
+        assert runner.run(load_catalogue(tmp_path).cases).results[0].status == "passed"
+
+
+@pytest.mark.slow
+def test_SE_10_14_graph_drives_every_transition_the_protocol_can_bring_about(
+        tmp_path: Path) -> None:
+    config = ExploreConfig(reference_adapter_command(), runs=None, out=tmp_path,
+                           env=child_env(), strategy="graph")
+    report = explore(config, say=lambda line: None)
+    assert report.verdict == "PASS", [f.to_json()["messages"] for f in report.findings]
+    assert report.graph is not None
+    graph = report.graph.report()
+    assert graph["driven"] == graph["drivable"] > 0
+    assert graph["left_the_path"] == []
