@@ -49,8 +49,8 @@ _SKIPPED_PARTS = frozenset({".venv", "__pycache__", "build", "dist", ".build-com
 REVIEWED: dict[str, str] = {
     "reference/zlink_reference/_shell/checks.py:ON":
         "a switch set by code (set_ownership_checks), never from a file",
-    "reference/zlink_reference/_shell/drain.py:_THREAD":
-        "a thread-local naming the turn being run; holds no file content",
+    "reference/zlink_reference/_shell/loop.py:_LOCAL":
+        "a thread-local holding each thread's turn state and shared runtime; no file content",
     "conformance/examples/python/zlink_reference_adapter/adapter.py:_SUBMITTING":
         "a thread-local depth counter of submits in progress",
     "conformance/examples/python/zlink_reference_adapter/*mutants.py:*":
