@@ -311,13 +311,14 @@ def _execute(step: Step, argv: list[str], cores: int, runner: StepRunner,
 
 
 # What each step typically costs, in seconds of CPU (user + system) of a cold run on the
-# 2-core reference machine (docs/performance.md, "The verify loop"): the start order when
-# the cache holds no time of a step yet, so that an empty cache starts the longest step
-# first too and the short one-core steps fill the cores at the end.
+# 2-core reference machine (docs/performance.md, "The verify loop", third pass; types
+# with mypy's cache cold): the start order when the cache holds no time of a step yet,
+# so that an empty cache starts the longest step first too and the short one-core steps
+# fill the cores at the end.
 TYPICAL_SECONDS = {
-    "tests": 420.0, "mutants": 65.0, "models": 57.0, "self-test": 37.0,
-    "properties": 21.0, "symbolic": 19.0, "types": 3.0, "conformance": 1.6,
-    "rules": 0.6, "policy": 0.3, "lint": 0.1,
+    "tests": 570.0, "mutants": 108.0, "self-test": 50.0, "models": 38.0,
+    "properties": 19.0, "symbolic": 16.0, "types": 3.4, "conformance": 1.4,
+    "rules": 0.5, "policy": 0.3, "lint": 0.1,
 }
 
 
