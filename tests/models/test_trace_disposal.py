@@ -30,7 +30,10 @@ from zlink_tool.tla.transcript import (
 ROOT = Path(__file__).resolve().parents[2]
 MODELS = ROOT / "models"
 
-pytestmark = pytest.mark.skipif(shutil.which("java") is None, reason="needs Java for TLC")
+pytestmark = [
+    pytest.mark.skipif(shutil.which("java") is None, reason="needs Java for TLC"),
+    pytest.mark.xdist_group("trace_disposal"),
+]
 
 SAFELY = "required_SD_1_dispose_safely_closes_and_cancels_nothing"
 DISPOSE = "required_SD_1_dispose_cancels_never_started_and_suspended_work"

@@ -30,7 +30,10 @@ from zlink_tool.tla.transcript import (
 ROOT = Path(__file__).resolve().parents[2]
 MODELS = ROOT / "models"
 
-pytestmark = pytest.mark.skipif(shutil.which("java") is None, reason="needs Java for TLC")
+pytestmark = [
+    pytest.mark.skipif(shutil.which("java") is None, reason="needs Java for TLC"),
+    pytest.mark.xdist_group("trace_final"),
+]
 
 LAST = "required_D_12_session_final_runs_after_all_accepted_work_and_closes"
 IDLE = "required_D_12_session_final_on_an_idle_session_runs_at_once"
