@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from zlink_conformance.catalog import Catalogue
+from zlink_conformance.catalog import Catalogue, load_catalogue
 from zlink_conformance.protocol.wire import CAPABILITIES
 from zlink_conformance.runner import Runner, SuiteReport
 from zlink_tool.cli.main import main
@@ -373,3 +373,17 @@ def test_SE_8_2_a_scope_wait_that_waits_for_itself_fails_every_await_scope_case(
             assert not any("adapter fault" in m for m in result.messages), seen
         else:
             assert result.status == "passed", seen
+
+
+@needs_node
+def test_SE_8_2_a_zombie_s_wrapped_wait_for_itself_is_no_fault() -> None:
+    """Found by explore against this example (seed 1, scenario 629): a zombie's wrapped
+    wait for itself, raced against its already-aborted cancellation, left the wait's own
+    promise unobserved, and its refusal (SE-8.2) came back as an unhandled rejection, a
+    fault (SE-1.1 NoFault). The shrunk case replays it; it failed before the fix in
+    ``cancellable``."""
+    found = load_catalogue(Path(__file__).parent / "found")
+    case = found.case("found_SE_8_2_a_zombie_s_wrapped_wait_for_itself_s1_n629")
+    with Runner(adapter_argv()) as runner:
+        report = runner.run([case])
+    assert [(r.status, r.messages) for r in report.results] == [("passed", [])]

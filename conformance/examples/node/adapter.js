@@ -193,7 +193,12 @@ class ExternalCall {
 /** Resolves with `promise`, or rejects with the signal's reason once it is aborted:
  *  how a script's waits let a cancellation through. */
 function cancellable(promise, signal) {
-  if (signal.aborted) return Promise.reject(signal.reason);
+  if (signal.aborted) {
+    // The promise is abandoned, not awaited: its own later rejection (a refused wait,
+    // SE-8.2) belongs to nobody and is no fault of the runtime's.
+    promise.catch(() => {});
+    return Promise.reject(signal.reason);
+  }
   let stop;
   const aborted = new Promise((_, reject) => {
     stop = () => reject(signal.reason);
