@@ -148,3 +148,22 @@ def test_SD_1_a_queue_and_a_coordinator_hold_their_scope_and_are_no_scope_class(
             assert not isinstance(holder, Scope)
     finally:
         loop.close()
+
+
+async def test_SD_1_awaiting_quiescence_makes_no_scope_object_of_an_idle_queue() -> None:
+    """A queue is made a scope only when it is used as one (a disposal, a scope wait of
+    its own): awaiting its quiescence, as a coordinator does for each of its busy
+    queues, reads it and leaves it as small as before, so an idle Actor queue of a Spot
+    keeps no scope object (issue 16's memory bound per idle Actor queue)."""
+    spot = ZLinkSpotSerialExecutor("s", mode=ZLinkUserSpotExecutionMode.PER_ACTOR)
+    for actor in ("a", "b"):
+        spot.execute_actor(actor, lambda: None)
+    await spot.await_quiescence()
+    queues = list(spot._made)
+    assert queues
+    assert [q._aux is None or q._aux.scope is None for q in queues] == [True] * len(queues)
+    queue = ZLinkSerialExecutionQueue()
+    queue.enqueue(lambda: None)
+    await queue.await_quiescence()
+    assert queue._aux is None or queue._aux.scope is None
+    spot.close()

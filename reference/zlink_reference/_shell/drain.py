@@ -48,14 +48,15 @@ _copy_context = __import__("contextvars").copy_context
 class QueueAux:
     """Per-queue state most queues never need: waiters for "no live work" or "no active
     work" (quiescence, SD-3), zombie failures kept for ``await_after_cancellation``, the
-    disposal timer, and a hook the scope layer uses to notice work ending."""
+    queue's ``Scope`` once it is used as one (kept here, not on every queue, so an idle
+    queue stays small), and a hook the scope layer uses to notice work ending."""
 
-    __slots__ = ("on_end", "timer", "waiters", "zombie_errors")
+    __slots__ = ("on_end", "scope", "waiters", "zombie_errors")
 
     def __init__(self) -> None:
         self.waiters: list[tuple[bool, asyncio.Future[None]]] = []
         self.zombie_errors: list[tuple[int, BaseException, WorkRecord]] = []
-        self.timer: Any = None
+        self.scope: Any = None  # the queue's Scope (the scope room sits above this one)
         self.on_end: Callable[[Any], None] | None = None
 
 

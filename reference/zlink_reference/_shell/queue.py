@@ -132,7 +132,7 @@ class ZLinkSerialExecutionQueue(DrivenQueue, ScopeSurface):
     ``loop`` is given); submissions from other threads wait for the loop's verdict.
     """
 
-    __slots__ = ("_scope_object",)
+    __slots__ = ()
 
     def __init__(
         self,
@@ -170,7 +170,6 @@ class ZLinkSerialExecutionQueue(DrivenQueue, ScopeSurface):
         self._rt = rt
         self._core: QueueCore[ZLinkWorkHandle[Any]] = QueueCore(config, name)
         self._aux: QueueAux | None = None  # waiters and disposal state, when any
-        self._scope_object: Scope | None = None  # this queue as a scope, once used as one
         if runtime is None:
             # A queue not given a runtime is a scope of its own, whether its runtime is
             # its own or the shared one of default queues (that one keeps no scope state).
@@ -278,9 +277,12 @@ class ZLinkSerialExecutionQueue(DrivenQueue, ScopeSurface):
 
     # ------------------------------------------------------------------ scope
     def _scope(self) -> Scope:
-        scope = self._scope_object
+        """This queue as a scope, made the first time it is used as one and kept with the
+        queue's other seldom-needed state (``QueueAux``)."""
+        aux = self._queue_aux()
+        scope: Scope | None = aux.scope
         if scope is None:
-            scope = self._scope_object = Scope(self)
+            scope = aux.scope = Scope(self)
         return scope
 
     def _scope_queues(self) -> list[ZLinkSerialExecutionQueue]:
@@ -322,7 +324,11 @@ class ZLinkSerialExecutionQueue(DrivenQueue, ScopeSurface):
         """Return once every accepted work has ended (queued, running and suspended
         ones included). Awaited on another loop, it waits on the owner's (D-24). From a
         live work of this queue it raises ``ZLinkReentrancyError`` (SE-8.2)."""
-        self._scope().check_own_wait("await_quiescence", zombies_too=True)
+        # The check reads the queue only: a queue that was never used as a scope is not
+        # made one by it (an idle queue keeps no scope object, issue 16's memory bound).
+        aux = self._aux
+        scope = aux.scope if aux is not None and aux.scope is not None else Scope(self)
+        scope.check_own_wait("await_quiescence", zombies_too=True)
         if running_loop() is not self._rt.loop and self._rt.foreign():
             return await self._rt.wait_on_loop(self.await_quiescence)
         await self._wait_until(True)
