@@ -579,14 +579,24 @@ def compare(entry: ManifestEntry, outcome: TlcOutcome) -> tuple[str, ...]:
     return tuple(problems)
 
 
+# A run the manifest expects to end within this many seconds gets the JVM's quick
+# compiler only (``QUICK_JIT``): a run of seconds spends much of its CPU compiling with the
+# optimizing compiler, code it hardly runs long enough to gain from (the ci runs: about a
+# quarter to a half less CPU, the same counts); longer runs (the deep profiles) keep it.
+SHORT_RUN_S: Final = 60.0
+QUICK_JIT: Final = "-XX:TieredStopAtLevel=1"
+
+
 def tlc_command(java: str, jar: Path, entry: ManifestEntry, scratch: Path,
                 tlc_workers: int = 1) -> list[str]:
     """The TLC command line for one run; ``scratch`` is the run's own directory.
     ``tlc_workers`` is TLC's own ``-workers`` (threads exploring one run's state space;
     1 keeps the counts of a violation deterministic)."""
+    short = entry.seconds is not None and entry.seconds < SHORT_RUN_S
     argv = [
         java,
         "-XX:+UseParallelGC",
+        *([QUICK_JIT] if short else []),
         f"-Djava.io.tmpdir={scratch / 'tmp'}",
         "-cp",
         str(jar),
