@@ -11,21 +11,14 @@ TLC under SD-1. All queues of a test go to TLC in one run."""
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
-from typing import Any
 
 import pytest
+import trace_doctoring as doctoring
+from trace_doctoring import Records
 
 from zlink_tool.cli.main import main
-from zlink_tool.tla.trace import TlcTraceVerdict
-from zlink_tool.tla.transcript import (
-    QueueTranscript,
-    check_queues_with_tlc,
-    queue_transcripts,
-    read_transcript,
-)
 
 ROOT = Path(__file__).resolve().parents[2]
 MODELS = ROOT / "models"
@@ -46,47 +39,28 @@ CASES = (SAFELY, DISPOSE, BOUND, END, SURVIVOR, DESTROY)
 
 @pytest.fixture(scope="module")
 def transcripts(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("disposal-transcripts")
-    args = ["conformance", "run", "--transcripts", str(out), "-q"]
-    for case in CASES:
-        args += ["--only", case]
-    assert main(args) == 0
-    return out
+    return doctoring.write_transcripts(tmp_path_factory.mktemp("disposal-transcripts"), CASES)
 
 
-def _records(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
-
-
-def _queues(records: list[dict[str, Any]]) -> list[QueueTranscript]:
-    return queue_transcripts(read_transcript(json.dumps(r) for r in records))
-
-
-def _at(records: list[dict[str, Any]], event: str, work: str) -> int:
-    return next(i for i, r in enumerate(records)
-                if isinstance(r.get("message"), dict) and r["message"].get("event") == event
-                and r["message"].get("work") == work)
-
-
-def _zombie_reported_cancelled(records: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
+def _zombie_reported_cancelled(records: Records) -> tuple[Records, int]:
     """dispose_safely cancels nothing (SD-1): its zombie ``later`` reported cancelled."""
-    at = _at(records, "zombie", "later")
+    at = doctoring.at(records, "zombie", "later")
     records[at]["message"]["event"] = "cancelled"
     return records, at
 
 
-def _cancelled_off_its_turn(records: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
+def _cancelled_off_its_turn(records: Records) -> tuple[Records, int]:
     """D-8: the suspended ``susp`` cancelled without the turn it is delivered on (its
     ``resumed`` event left out)."""
-    del records[_at(records, "resumed", "susp")]
-    return records, _at(records, "cancelled", "susp")
+    del records[doctoring.at(records, "resumed", "susp")]
+    return records, doctoring.at(records, "cancelled", "susp")
 
 
-def _never_started_runs(records: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
+def _never_started_runs(records: Records) -> tuple[Records, int]:
     """SD-1: ``never``, queued when ``dispose`` was called, starts and finishes after the
     turn holder ``block`` was cancelled, instead of being cancelled itself."""
-    record = records.pop(_at(records, "cancelled", "never"))
-    at = _at(records, "cancelled", "block") + 1
+    record = records.pop(doctoring.at(records, "cancelled", "never"))
+    at = doctoring.at(records, "cancelled", "block") + 1
     message = record["message"]
     records[at:at] = [
         {**record, "message": {**message, "event": "started", "on_submitter_stack": False}},
@@ -97,31 +71,20 @@ def _never_started_runs(records: list[dict[str, Any]]) -> tuple[list[dict[str, A
 def test_SD_1_tlc_matches_the_disposal_transcripts_and_refuses_doctored_ones(
     transcripts: Path,
 ) -> None:
-    honest = [q for case in CASES
-              for q in _queues(_records(transcripts / f"{case}.jsonl"))]
+    def read(case: str) -> Records:
+        return doctoring.records(transcripts / f"{case}.jsonl")
+
+    honest = [q for case in CASES for q in doctoring.queues(read(case))]
     assert honest and all(q.not_checked is None for q in honest), \
         [q.not_checked for q in honest]
     assert any(s.op == "cancel" for q in honest for s in q.steps)
     assert any(s.op == "dispose_safely" for q in honest for s in q.steps)
     doctored = [
-        (_zombie_reported_cancelled(_records(transcripts / f"{SAFELY}.jsonl")), "cancelled"),
-        (_cancelled_off_its_turn(_records(transcripts / f"{DISPOSE}.jsonl")), "cancelled"),
-        (_never_started_runs(_records(transcripts / f"{DISPOSE}.jsonl")), "started"),
+        (_zombie_reported_cancelled(read(SAFELY)), "cancelled"),
+        (_cancelled_off_its_turn(read(DISPOSE)), "cancelled"),
+        (_never_started_runs(read(DISPOSE)), "started"),
     ]
-    broken = []
-    for (records, at), _wire in doctored:
-        (queue,) = _queues(records)
-        assert queue.not_checked is None
-        broken.append((queue, at))
-    verdicts = check_queues_with_tlc(honest + [q for q, _ in broken], MODELS)
-    for q, v in zip(honest, verdicts, strict=False):
-        assert isinstance(v, TlcTraceVerdict) and v.matched, (q.owner, v)
-    for (queue, at), ((_, _), wire), v in zip(broken, doctored, verdicts[len(honest):],
-                                              strict=True):
-        assert isinstance(v, TlcTraceVerdict) and not v.matched, v
-        assert v.first_unmatched is not None
-        refused = queue.steps[v.first_unmatched]
-        assert (refused.position, refused.wire) == (at, wire), refused
+    doctoring.assert_tlc_matches_honest_and_refuses_doctored(honest, doctored, MODELS)
 
 
 @pytest.mark.slow  # a conformance run of the mutant, then TLC

@@ -11,21 +11,12 @@ cancelled it) are refused at the doctored entry. All queues go to TLC in one run
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
-from typing import Any
 
 import pytest
-
-from zlink_tool.cli.main import main
-from zlink_tool.tla.trace import TlcTraceVerdict
-from zlink_tool.tla.transcript import (
-    QueueTranscript,
-    check_queues_with_tlc,
-    queue_transcripts,
-    read_transcript,
-)
+import trace_doctoring as doctoring
+from trace_doctoring import Records
 
 ROOT = Path(__file__).resolve().parents[2]
 MODELS = ROOT / "models"
@@ -44,59 +35,39 @@ CASES = (LAST, IDLE, CANCELLED, ZOMBIE)
 
 @pytest.fixture(scope="module")
 def transcripts(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("final-transcripts")
-    args = ["conformance", "run", "--transcripts", str(out), "-q"]
-    for case in CASES:
-        args += ["--only", case]
-    assert main(args) == 0
-    return out
+    return doctoring.write_transcripts(tmp_path_factory.mktemp("final-transcripts"), CASES)
 
 
-def _records(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
-
-
-def _queue(records: list[dict[str, Any]]) -> QueueTranscript:
-    (queue,) = queue_transcripts(read_transcript(json.dumps(r) for r in records))
-    return queue
-
-
-def _at(records: list[dict[str, Any]], event: str, work: str) -> int:
-    return next(i for i, r in enumerate(records)
-                if isinstance(r.get("message"), dict) and r["message"].get("event") == event
-                and r["message"].get("work") == work)
-
-
-def _final_overtakes(records: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
+def _final_overtakes(records: Records) -> tuple[Records, int]:
     """D-12: ``fin`` runs before ``p1``, accepted before it and suspended, has ended."""
-    start, end = _at(records, "started", "fin"), _at(records, "finished", "fin")
+    start, end = doctoring.at(records, "started", "fin"), doctoring.at(records, "finished", "fin")
     moved = records[start:end + 1]
     del records[start:end + 1]
-    at = _at(records, "resumed", "p1")
+    at = doctoring.at(records, "resumed", "p1")
     records[at:at] = moved
     return records, at
 
 
-def _accepted_after_final(records: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
+def _accepted_after_final(records: Records) -> tuple[Records, int]:
     """D-12, SE-6.2: ``x1``, submitted after the final work, accepted."""
-    at = _at(records, "rejected", "x1")
+    at = doctoring.at(records, "rejected", "x1")
     records[at]["message"] = {"event": "accepted", "work": "x1",
                               "owner": records[at]["message"]["owner"]}
     return records, at
 
 
-def _final_never_runs(records: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
+def _final_never_runs(records: Records) -> tuple[Records, int]:
     """D-12: every work before ``fin`` ended, and a settle is answered without it run."""
-    start, end = _at(records, "started", "fin"), _at(records, "finished", "fin")
+    start, end = doctoring.at(records, "started", "fin"), doctoring.at(records, "finished", "fin")
     del records[start:end + 1]
     return records, start  # the settle's reply, now where the start was
 
 
-def _cancelled_final_runs(records: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
+def _cancelled_final_runs(records: Records) -> tuple[Records, int]:
     """D-22: ``fin``, held when ``dispose`` was called, runs after the turn holder was
     cancelled, instead of being cancelled itself."""
-    record = records.pop(_at(records, "cancelled", "fin"))
-    at = _at(records, "cancelled", "p") + 1
+    record = records.pop(doctoring.at(records, "cancelled", "fin"))
+    at = doctoring.at(records, "cancelled", "p") + 1
     message = record["message"]
     records[at:at] = [
         {**record, "message": {**message, "event": "started", "on_submitter_stack": False}},
@@ -107,22 +78,16 @@ def _cancelled_final_runs(records: list[dict[str, Any]]) -> tuple[list[dict[str,
 def test_D_12_tlc_matches_final_work_transcripts_and_refuses_doctored_ones(
     transcripts: Path,
 ) -> None:
-    honest = [_queue(_records(transcripts / f"{case}.jsonl")) for case in CASES]
+    def read(case: str) -> Records:
+        return doctoring.records(transcripts / f"{case}.jsonl")
+
+    honest = [doctoring.one_queue(read(case)) for case in CASES]
     assert all(q.not_checked is None for q in honest), [q.not_checked for q in honest]
     assert all(any(s.op == "hold" for s in q.steps) for q in honest)
     doctored = [
-        (_final_overtakes(_records(transcripts / f"{LAST}.jsonl")), "started"),
-        (_accepted_after_final(_records(transcripts / f"{LAST}.jsonl")), "accepted"),
-        (_final_never_runs(_records(transcripts / f"{LAST}.jsonl")), "settle reply"),
-        (_cancelled_final_runs(_records(transcripts / f"{CANCELLED}.jsonl")), "started"),
+        (_final_overtakes(read(LAST)), "started"),
+        (_accepted_after_final(read(LAST)), "accepted"),
+        (_final_never_runs(read(LAST)), "settle reply"),
+        (_cancelled_final_runs(read(CANCELLED)), "started"),
     ]
-    broken = [(_queue(records), at) for (records, at), _ in doctored]
-    verdicts = check_queues_with_tlc(honest + [q for q, _ in broken], MODELS)
-    for q, v in zip(honest, verdicts, strict=False):
-        assert isinstance(v, TlcTraceVerdict) and v.matched, (q.owner, v)
-    for (queue, at), (_, wire), v in zip(broken, doctored, verdicts[len(honest):],
-                                         strict=True):
-        assert isinstance(v, TlcTraceVerdict) and not v.matched, (wire, v)
-        assert v.first_unmatched is not None
-        refused = queue.steps[v.first_unmatched]
-        assert (refused.position, refused.wire) == (at, wire), (wire, refused)
+    doctoring.assert_tlc_matches_honest_and_refuses_doctored(honest, doctored, MODELS)
