@@ -11,8 +11,9 @@ from typing import TextIO
 
 from .. import DISTRIBUTION
 from ..paths import DataError, Layout, locate
+from ..tla.runner import ToolMissingError, find_jar, find_java
 
-__all__ = ["Progress", "layout", "require"]
+__all__ = ["Progress", "layout", "require", "tlc_missing"]
 
 
 def layout() -> Layout:
@@ -23,6 +24,19 @@ def layout() -> Layout:
     except DataError as exc:
         print(f"zlink: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
+
+
+def tlc_missing(prefix: str) -> int | None:
+    """Before a subcommand that needs TLC starts any work: None if Java and
+    ``tla2tools.jar`` are there, else the exit status to return, after one line on
+    stderr, led by ``prefix``, saying how to get what is missing."""
+    try:
+        find_jar()
+        find_java()
+    except ToolMissingError as exc:
+        print(f"{prefix}: {exc}", file=sys.stderr)
+        return exc.exit_code
+    return None
 
 
 def require(module: str, extra: str) -> ModuleType:

@@ -27,9 +27,9 @@ from zlink_conformance.selftest import (
 from zlink_reference_adapter import MUTANTS_FILE, PRELOAD_FILE, reference_adapter_command
 from zlink_reference_adapter.adapter import PRELOAD_VARIABLE, PROGRESS_VARIABLE
 
-from ..tla.runner import ToolMissingError, find_jar, find_java
+from ..tla.runner import ToolMissingError
 from ..tla.transcript import queue_transcripts, read_transcript
-from ._common import layout
+from ._common import layout, tlc_missing
 from .judges import add_judges
 from .trace import escaped, tlc_transcript_queues
 
@@ -94,12 +94,9 @@ def run(args: argparse.Namespace) -> int:
     the kit's, and 3 when TLC was asked for and Java or TLC is missing."""
     if getattr(args, "conformance_action", None) != "run" or not getattr(args, "tlc", False):
         return run_kit(args)
-    try:
-        find_jar()
-        find_java()
-    except ToolMissingError as exc:
-        print(f"zlink conformance: --tlc: {exc}", file=sys.stderr)
-        return exc.exit_code
+    missing = tlc_missing("zlink conformance: --tlc")
+    if missing is not None:
+        return missing
     with tempfile.TemporaryDirectory(prefix="zlink-transcripts-") as tmp:
         if args.transcripts is None:
             args.transcripts = Path(tmp)

@@ -20,8 +20,8 @@ from zlink_conformance.runner import Runner
 from zlink_reference_adapter import reference_adapter_command
 
 from ..tla.judges import JudgesReport, judge_transcripts
-from ..tla.runner import ToolMissingError, find_jar, find_java
-from ._common import layout
+from ..tla.runner import ToolMissingError
+from ._common import layout, tlc_missing
 from .trace import escaped
 
 __all__ = ["add_judges", "judges"]
@@ -75,12 +75,9 @@ def judges(args: argparse.Namespace) -> int:
     Exit status: 0 the judges agree on every transcript, 1 a disagreement (or TLC gave
     no verdict on a queue), 2 bad arguments or an adapter that does not start, 3 Java or
     TLC missing."""
-    try:
-        find_jar()
-        find_java()
-    except ToolMissingError as exc:
-        print(f"zlink conformance judges: {exc}", file=sys.stderr)
-        return exc.exit_code
+    missing = tlc_missing("zlink conformance judges")
+    if missing is not None:
+        return missing
     argv = shlex.split(args.adapter) if args.adapter else reference_adapter_command()
     with tempfile.TemporaryDirectory(prefix="zlink-judges-") as tmp:
         root = args.transcripts or Path(tmp)
