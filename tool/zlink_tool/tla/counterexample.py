@@ -35,7 +35,7 @@ from zlink_model.invariants import INVARIANTS
 from zlink_model.vocabulary import TRANSITIONS, Transition
 
 from ..specindex import read_entries, read_spec_rules
-from .runner import QUICK_JIT
+from .runner import jvm_options
 
 __all__ = [
     "Counterexample",
@@ -560,8 +560,8 @@ def check_state_with_tlc(step: Step, invariant: str, models_dir: Path, module: s
             f"INVARIANT {invariant}\n", encoding="utf-8")
         (scratch / "tmp").mkdir()
         proc = subprocess.run(
-            # One state to check: the quick compiler only (see ``QUICK_JIT``).
-            [java, "-XX:+UseParallelGC", QUICK_JIT, f"-Djava.io.tmpdir={scratch / 'tmp'}", "-cp",
+            # One state to check: a short run.
+            [java, *jvm_options(short=True), f"-Djava.io.tmpdir={scratch / 'tmp'}", "-cp",
              str(jar), "tlc2.TLC", "-workers", "1", "-cleanup", "-metadir",
              str(scratch / "meta"), "-config", "ZLinkStateCheck.cfg", "ZLinkStateCheck.tla"],
             cwd=scratch, capture_output=True, text=True, timeout=timeout)

@@ -34,7 +34,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Final
 
-from .runner import ManifestEntry, TlcOutcome, config_names, parse_tlc_output, wait_or_kill
+from .runner import (
+    ManifestEntry,
+    TlcOutcome,
+    config_names,
+    jvm_options,
+    parse_tlc_output,
+    wait_or_kill,
+)
 
 __all__ = [
     "DEFAULT_PORT",
@@ -73,7 +80,7 @@ class DistributedResult:
 def server_command(java: str, jar: Path, entry: ManifestEntry, scratch: Path, *,
                    port: int = DEFAULT_PORT, advertise: str | None = None) -> list[str]:
     """The command line of TLC's server for one run of the manifest."""
-    argv = [java, "-XX:+UseParallelGC", f"-D{PORT_PROPERTY}={port}",
+    argv = [java, *jvm_options(short=False), f"-D{PORT_PROPERTY}={port}",
             f"-Djava.io.tmpdir={scratch / 'tmp'}"]
     if advertise:
         argv.append(f"-Djava.rmi.server.hostname={advertise}")
@@ -88,7 +95,7 @@ def server_command(java: str, jar: Path, entry: ManifestEntry, scratch: Path, *,
 def worker_command(java: str, jar: Path, host: str, *, port: int = DEFAULT_PORT,
                    threads: int | None = None, advertise: str | None = None) -> list[str]:
     """The command line of one TLC worker that serves the server at ``host``."""
-    argv = [java, "-XX:+UseParallelGC", f"-D{PORT_PROPERTY}={port}"]
+    argv = [java, *jvm_options(short=False), f"-D{PORT_PROPERTY}={port}"]
     if threads is not None:
         argv.append(f"-D{THREADS_PROPERTY}={max(1, threads)}")
     if advertise:

@@ -587,16 +587,20 @@ SHORT_RUN_S: Final = 60.0
 QUICK_JIT: Final = "-XX:TieredStopAtLevel=1"
 
 
+def jvm_options(short: bool) -> list[str]:
+    """The JVM's options for a TLC run: the parallel collector always, and for a run of
+    seconds (``short``) the quick compiler only (``QUICK_JIT``)."""
+    return ["-XX:+UseParallelGC", *([QUICK_JIT] if short else [])]
+
+
 def tlc_command(java: str, jar: Path, entry: ManifestEntry, scratch: Path,
                 tlc_workers: int = 1) -> list[str]:
     """The TLC command line for one run; ``scratch`` is the run's own directory.
     ``tlc_workers`` is TLC's own ``-workers`` (threads exploring one run's state space;
     1 keeps the counts of a violation deterministic)."""
-    short = entry.seconds is not None and entry.seconds < SHORT_RUN_S
     argv = [
         java,
-        "-XX:+UseParallelGC",
-        *([QUICK_JIT] if short else []),
+        *jvm_options(entry.seconds is not None and entry.seconds < SHORT_RUN_S),
         f"-Djava.io.tmpdir={scratch / 'tmp'}",
         "-cp",
         str(jar),

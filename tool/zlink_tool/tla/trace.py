@@ -58,7 +58,7 @@ from zlink_model.vocabulary import (
     tla_actions,
 )
 
-from .runner import JAR_ENV, QUICK_JIT, ToolMissingError, find_jar, find_java
+from .runner import JAR_ENV, ToolMissingError, find_jar, find_java, jvm_options
 
 __all__ = ["TLC_EVENTS", "TLC_INT_LIMIT", "TRACE_FILES", "Limits", "TlcTraceVerdict",
            "TraceFormatError", "TraceModel", "TraceRangeError", "build_trace_model",
@@ -394,9 +394,8 @@ def run_trace_tlc(module: str, module_file: str, files: Sequence[str], models_di
         for name in files:
             shutil.copy(models_dir / name, scratch / name)
         (scratch / module_file).write_text(module, encoding="utf-8")
-        # A transcript check lasts seconds: the quick compiler only (see ``QUICK_JIT``).
-        cmd = [java, "-XX:+UseParallelGC", QUICK_JIT, f"-Djava.io.tmpdir={scratch}", "-cp",
-               str(jar),
+        # A transcript check lasts seconds: a short run.
+        cmd = [java, *jvm_options(short=True), f"-Djava.io.tmpdir={scratch}", "-cp", str(jar),
                "tlc2.TLC", "-workers", "1", "-deadlock", "-cleanup", "-metadir",
                str(scratch / "meta"), "-config", cfg, cfg.removesuffix(".cfg") + ".tla"]
         t0 = time.monotonic()
