@@ -74,6 +74,9 @@ _TRANSIENT: Final[Mapping[str, str]] = {
 _UNREACHED: Final = ("its source state is reached only through one of the interleavings "
                      "the runtime decides alone (no path of moves from a resting state "
                      "leads there)")
+# The runtime actions enabled only between two turns of a drain: a runtime driven from
+# outside never rests there, however finely its adapter holds it between commands.
+_BETWEEN_TURNS: Final = frozenset({"TakeNext", "EndSlice", "ExitDrain"})
 _QUEUE: Final = "Q"
 # The wire events of the graph's actions, from the vocabulary's rows (TLA+ action name ->
 # row): the first of each row's events is the one a path shows (an admission's
@@ -139,9 +142,36 @@ class _Walk:
                     todo.append(state)
         self.visited |= seen
         self.drivable = frozenset(i for m in self.moves for i in m.steps)
+        self.ceiling = self._ceiling()
 
     def _runtime(self, state: int) -> list[int]:
         return [i for i in self.out[state] if _kind(self.g.steps[i][1]) in RUNTIME_ACTIONS]
+
+    def _ceiling(self) -> frozenset[int]:
+        """The transitions any runtime driven from outside could be brought to take.
+
+        A runtime held as finely as an adapter can hold it (after every command, before
+        its drain is entered, before a returned call is requeued) still runs the turns of
+        one drain back to back: no command comes between two of them. So the bound is
+        what is reachable from Init with every environment transition out of a state
+        between two turns removed; the rest of the graph is out of reach of any
+        protocol, not of this one only.
+        """
+        steps = self.g.steps
+        reached: set[int] = set()
+        seen = {0}
+        todo = [0]
+        while todo:
+            here = todo.pop()
+            between = any(_kind(steps[i][1]) in _BETWEEN_TURNS for i in self.out[here])
+            for i in self.out[here]:
+                if between and _kind(steps[i][1]) not in RUNTIME_ACTIONS:
+                    continue
+                reached.add(i)
+                if steps[i][2] not in seen:
+                    seen.add(steps[i][2])
+                    todo.append(steps[i][2])
+        return frozenset(reached)
 
     def reason(self, step: int, allowed: frozenset[str], missing: Mapping[str, str]) -> str:
         """Why a transition no move takes is out of the protocol's reach."""
@@ -226,6 +256,7 @@ class GraphCoverage:
             "driven": len(self.driven),
             "driven_of_drivable": round(len(self.driven) / drivable, 4) if drivable else 0.0,
             "driven_of_all": round(len(self.driven) / self.total, 4),
+            "reachable_from_outside": len(self.walk.ceiling) if self.walk else 0,
             "drivable_not_driven": sorted(
                 f"{g.steps[i][0]}:{g.steps[i][1]}" for i in
                 (self.walk.drivable - self.driven if self.walk else ())),
@@ -243,6 +274,11 @@ class GraphCoverage:
                f"{self.total:,} transitions): {n:,} driven = "
                f"{_pct(n, len(drivable))} of the {len(drivable):,} the protocol can bring "
                f"about, {_pct(n, self.total)} of all"]
+        if self.walk:
+            bound = len(self.walk.ceiling)
+            out.append(f"  at most {bound:,} ({_pct(bound, self.total)} of all) can be "
+                       "reached by driving any runtime from outside, however finely held: "
+                       "no command comes between two turns of one drain")
         left = sorted(drivable - self.driven)
         if left:
             shown = ", ".join(f"{g.steps[i][1]} from state {g.steps[i][0]}" for i in left[:5])
