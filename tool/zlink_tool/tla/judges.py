@@ -90,15 +90,17 @@ class JudgesReport:
 
     def counts(self) -> dict[str, int]:
         queues = [q for t in self.transcripts for q in t.queues]
-        checked = [v for t in self.transcripts for v in t.tlc.values()]
         return {
             "transcripts": len(self.transcripts),
-            "queues": len(queues),
-            "tlc_checked": sum(1 for v in checked if isinstance(v, TlcTraceVerdict)),
-            "tlc_matched": sum(1 for v in checked
-                               if isinstance(v, TlcTraceVerdict) and v.matched),
-            "tlc_not_checked": sum(1 for q in queues if q.not_checked is not None)
-            + sum(1 for v in checked if isinstance(v, TraceRangeError)),
+            "queues": sum(q.queue_count for q in queues),
+            "tlc_checked": sum(q.queue_count for t in self.transcripts for q in t.queues
+                               if isinstance(t.tlc.get(q.owner), TlcTraceVerdict)),
+            "tlc_matched": sum(q.queue_count for t in self.transcripts for q in t.queues
+                               if isinstance(v := t.tlc.get(q.owner), TlcTraceVerdict)
+                               and v.matched),
+            "tlc_not_checked": sum(q.queue_count for q in queues if q.not_checked is not None)
+            + sum(q.queue_count for t in self.transcripts for q in t.queues
+                  if isinstance(t.tlc.get(q.owner), TraceRangeError)),
             "tlc_errors": sum(len(t.tlc_errors) for t in self.transcripts),
             "oracle_refused": sum(1 for t in self.transcripts
                                   if t.oracle.divergence is not None),
@@ -114,7 +116,7 @@ class JudgesReport:
             for q in t.queues:
                 if q.not_checked is not None:
                     why = _kind_of(q.not_checked)
-                    out[why] = out.get(why, 0) + 1
+                    out[why] = out.get(why, 0) + q.queue_count
         return out
 
     def to_json(self) -> dict[str, Any]:
@@ -124,7 +126,8 @@ class JudgesReport:
 
 
 def _kind_of(reason: str) -> str:
-    for word, kind in (("a transfer", "a SpotWide transfer"), ("final work", "a session's final"),
+    for word, kind in (("not walk together", "a work moved between queues"),
+                       ("final work", "a session's final"),
                        ("Disposal", "a disposal event"), ("never submitted",
                                                           "a work never submitted")):
         if word in reason:
