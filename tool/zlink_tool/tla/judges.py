@@ -2,8 +2,9 @@
 
 The oracle (``zlink_conformance.oracle.model``) replays a transcript through the Python
 model the reference runs on, so a bug in that model is a bug in the judge, and against
-the reference the oracle cannot see it. TLC walks the same transcript, queue by queue,
-through ``SerialQueue.tla`` (``transcript``), which shares none of that code. Each
+the reference the oracle cannot see it. TLC walks the same transcript, queue by queue
+(a SpotWide Spot's queues together), through ``SerialQueue.tla`` with Disposal.tla's and
+SpotWide.tla's steps beside it (``transcript``), which shares none of that code. Each
 judge's verdict is derived here from the transcript itself, never read from the verdict
 the runner wrote after it.
 
@@ -16,9 +17,9 @@ The two must agree. They part when
 
 Either is a disagreement, named by the transcript entry where the two part. A refusal
 by one judge on something the other does not judge (an event of a queue TLC does not
-cover: a SpotWide transfer; a rule only the oracle checks)
-is not a disagreement. All the checkable queues of all the transcripts go to TLC
-together (``check_queues_with_tlc``: a few JVMs, not one a queue).
+cover, counted by reason; a rule only the oracle checks) is not a disagreement. All
+the checkable queues of all the transcripts go to TLC together
+(``check_queues_with_tlc``: a few JVMs, not one a queue).
 """
 
 from __future__ import annotations

@@ -59,6 +59,7 @@ from zlink_model.vocabulary import (
     FINISH,
     REJECT,
     TAKE_NEXT,
+    TRANSFER,
     WIRE_EVENTS,
     YIELD_TURN,
     tla_actions,
@@ -76,8 +77,7 @@ from .trace import (
 
 __all__ = ["HOLD", "WIRE_FILES", "WIRE_STEP_ACTIONS", "QueueTranscript", "TranscriptError",
            "WireModel", "WireStep", "build_wire_model", "check_queues_with_tlc",
-           "is_transcript", "queue_transcripts",
-           "read_transcript"]
+           "is_transcript", "queue_transcripts", "read_transcript", "refused_as"]
 
 # The checked-in modules TLC needs beside the data module WireLog.tla.
 WIRE_FILES: Final = ("SerialQueue.tla", "TraceWireSerialQueue.tla", "TraceWireSerialQueue.cfg")
@@ -98,7 +98,15 @@ WIRE_STEP_ACTIONS: Final[Mapping[str, tuple[str, str]]] = {
                                      for r in transition(e).rules))),
     DISPOSE_SAFELY: ("DisposeSafely", transition(DISPOSE_SAFELY).rule_text),
     HOLD: ("the final work's acceptance (it closes the session)", "D-12, SE-6.2"),
+    # A SpotWide Actor record's start or resume on the Spot queue (and a settle answered
+    # in a SpotWide Spot's log): a turn the Actor queue moved there (Transfer), which
+    # needs the Actor's claim free (SE-4.6) and the record at the head of its line.
+    TRANSFER: ("TakeNext of an execution turn a SpotWide Actor queue moved to the Spot "
+               "queue (Transfer: its claim free, the record at its head)",
+               ", ".join(dict.fromkeys((*transition(TAKE_NEXT).rules,
+                                        *transition(TRANSFER).rules, "SE-4.6")))),
 }
+
 # A disposal command's mode (the wire's word) as the hidden step of the trace spec it
 # allows: Dispose, DisposeSafely, DisposeAfterTimeout, or RuntimeEnd ("end", SD-5).
 _DISPOSAL_MODES: Final[Mapping[str, str]] = {
@@ -150,6 +158,16 @@ class QueueTranscript:
     def queue_count(self) -> int:
         """How many of the runtime's queues this log is (a SpotWide Spot's: several)."""
         return max(1, len(self.members))
+
+
+def refused_as(q: QueueTranscript, step: WireStep) -> str:
+    """The entry of ``WIRE_STEP_ACTIONS`` a refused step is reported under: its op, or
+    ``transfer`` for a SpotWide record's turn on the Spot queue and for a settle answered
+    in a SpotWide Spot's log (a turn not moved, or a claim not ended, is refused there)."""
+    if (step.op == TAKE_NEXT and step.actor) or (step.op == "sync" and q.actor_policy
+                                                 is not None):
+        return TRANSFER
+    return step.op
 
 
 def _kind(sub: Submission) -> str:
