@@ -100,7 +100,8 @@ def judges(args: argparse.Namespace) -> int:
         paths = sorted(fixed.glob("*.jsonl")) + sorted(generated.glob("*.jsonl"))
 
         def progress(done: int, total: int) -> None:
-            print(f"judges: TLC has judged {done} of {total} queue(s)", flush=True)
+            print(f"judges: TLC has judged {done} of {total} log(s) (a log is a queue, or "
+                  "a SpotWide Spot's queues together)", flush=True)
         try:
             judged = judge_transcripts(paths, layout().models, args.timeout, progress)
         except ToolMissingError as exc:
@@ -118,6 +119,10 @@ def _report(judged: JudgesReport, json_path: Path | None) -> int:
           f"{counts['oracle_undecided']}")
     for reason, n in sorted(judged.not_checked().items()):
         print(f"  not checked by TLC: {n} queue(s) with {reason}")
+    for name, queue, reason in judged.unchecked():
+        print(escaped(f"  not checked by TLC: {name}: {queue}: {reason}"))
+    if counts["tlc_checked"] == counts["queues"]:
+        print("  TLC checked every queue")
     for t in judged.transcripts:
         for error in t.tlc_errors:
             print(escaped(f"  ERROR tlc: {t.name}: {error}"))

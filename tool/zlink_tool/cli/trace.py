@@ -179,13 +179,13 @@ def _unmatched_step(q: QueueTranscript) -> Callable[[int], tuple[int, str, str]]
         step = q.steps[index]
         key = refused_as(q, step)
         if step.op == "sync":
-            return step.position, TAKE_NEXT if key == "sync" else key, (
+            return step.position, key, (
                 f"the settle reply (transcript entry {step.position}) came while something "
                 "could still progress: a turn given or a work's end unreported, ready work "
                 "with no turn holder, a queued work's pending cancellation, a session's "
                 "final work due" + (", or a SpotWide Actor queue's head not moved to the "
                                     "Spot queue or its claim not ended"
-                                    if key != "sync" else ""))
+                                    if key != TAKE_NEXT else ""))
         action = WIRE_STEP_ACTIONS[key][0]
         return step.position, key, (
             f"{step.wire} of {step.work} (transcript entry {step.position}) is not a step "

@@ -34,7 +34,14 @@ from typing import Any
 from zlink_conformance.oracle.model import ModelVerdict, replay_entries
 
 from .trace import TlcTraceVerdict, TraceRangeError
-from .transcript import QueueTranscript, check_queues_with_tlc, queue_transcripts, read_transcript
+from .transcript import (
+    WIRE_STEP_ACTIONS,
+    QueueTranscript,
+    check_queues_with_tlc,
+    queue_transcripts,
+    read_transcript,
+    refused_as,
+)
 
 __all__ = ["Disagreement", "JudgedTranscript", "JudgesReport", "judge_transcripts"]
 
@@ -120,8 +127,22 @@ class JudgesReport:
                     out[why] = out.get(why, 0) + q.queue_count
         return out
 
+    def unchecked(self) -> list[tuple[str, str, str]]:
+        """Each queue TLC did not check: (transcript, queue, why), the reason in full."""
+        out = []
+        for t in self.transcripts:
+            for q in t.queues:
+                verdict = t.tlc.get(q.owner)
+                if q.not_checked is not None:
+                    out.append((t.name, q.owner, q.not_checked))
+                elif isinstance(verdict, TraceRangeError):
+                    out.append((t.name, q.owner, str(verdict)))
+        return out
+
     def to_json(self) -> dict[str, Any]:
         return {"counts": self.counts(), "not_checked": self.not_checked(),
+                "unchecked": [{"transcript": t, "queue": q, "reason": r}
+                              for t, q, r in self.unchecked()],
                 "seconds": round(self.seconds, 2), "tlc_runs": self.tlc_runs,
                 "disagreements": [dataclasses.asdict(d) for d in self.disagreements]}
 
@@ -150,7 +171,8 @@ def _compare(name: str, oracle: ModelVerdict, queues: Sequence[QueueTranscript],
             step = q.steps[verdict.first_unmatched]
             if oracle.undecided is None and (diverged is None or diverged > step.position):
                 why = (f"{verdict.broken_invariant} broke" if verdict.broken_invariant
-                       else "no step of the trace spec takes it")
+                       else "no step of the trace spec takes it "
+                            f"({WIRE_STEP_ACTIONS[refused_as(q, step)][1]})")
                 found.append(Disagreement(
                     name, step.position, q.owner, "tlc",
                     f"{step.wire} of {step.work}: {why}; the oracle "

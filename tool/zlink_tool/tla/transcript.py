@@ -161,13 +161,14 @@ class QueueTranscript:
 
 
 def refused_as(q: QueueTranscript, step: WireStep) -> str:
-    """The entry of ``WIRE_STEP_ACTIONS`` a refused step is reported under: its op, or
+    """The entry of ``WIRE_STEP_ACTIONS`` a refused step is reported under: its op;
     ``transfer`` for a SpotWide record's turn on the Spot queue and for a settle answered
-    in a SpotWide Spot's log (a turn not moved, or a claim not ended, is refused there)."""
+    in a SpotWide Spot's log (a turn not moved, or a claim not ended, is refused there);
+    ``take_next`` for another settle answered (a turn unreported or not given)."""
     if (step.op == TAKE_NEXT and step.actor) or (step.op == "sync" and q.actor_policy
                                                  is not None):
         return TRANSFER
-    return step.op
+    return TAKE_NEXT if step.op == "sync" else step.op
 
 
 def _kind(sub: Submission) -> str:
