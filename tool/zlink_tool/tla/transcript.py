@@ -236,13 +236,13 @@ def queue_transcripts(entries: Sequence[tuple[str, Mapping[str, Any]]]) -> list[
         if info is not None and info.spot_wide_wiring and (
                 owner == target or owner.startswith(f"{target}/actor:")):
             # one log for the Spot queue and its Actor queues: a turn moves between them
-            q = queue(target, "") if target not in queues else queues[target]
-            if owner not in q.members:
-                q.members.append(owner)
-            if owner != target and q.actor_policy is None:
-                q.actor_policy = policies.get(target, {}).get("actor_policy") \
+            spot = queues[target] if target in queues else queue(target, "")
+            if owner not in spot.members:
+                spot.members.append(owner)
+            if owner != target and spot.actor_policy is None:
+                spot.actor_policy = policies.get(target, {}).get("actor_policy") \
                     or ZLinkExecutionLanePolicy()
-            return q
+            return spot
         q = queues.get(owner)
         if q is None:
             name = target or owner
