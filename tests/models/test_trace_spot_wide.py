@@ -12,7 +12,8 @@ Spot queue at its acceptance instead of when its Actor reached it (also out of o
 a record run on the Spot queue while its Actor's claim is held by a yielded record (run
 before its transfer could happen), a record that never runs though its Actor is free (a
 lost transfer: the settle reply is refused), and an Actor queue accepting past its
-capacity. All queues go to TLC in one run."""
+capacity. All queues go to TLC in one run. And the transcripts of the catalogued mutant
+``spot_wide_skips_spot_gate`` are refused by TLC under those rules."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ import trace_doctoring as doctoring
 from trace_doctoring import Records
 
 from zlink_model.vocabulary import ADMIT, TRANSFER, transition
+from zlink_tool.cli.main import main
 from zlink_tool.tla.transcript import WIRE_STEP_ACTIONS, refused_as
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -126,3 +128,25 @@ def test_SE_4_5_tlc_matches_spot_wide_transcripts_and_refuses_doctored_ones(
     keys = [refused_as(q, step) for q, step in refused]
     assert keys == [TRANSFER] * 4 + [ADMIT], keys
     assert WIRE_STEP_ACTIONS[ADMIT][1] == transition(ADMIT).rule_text
+
+
+@pytest.mark.slow  # a conformance run of the mutant, then TLC
+def test_SE_4_6_tlc_refuses_the_transcripts_of_a_mutant_that_skips_the_spot_gate(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The catalogued mutant ``spot_wide_skips_spot_gate`` (SpotWide Actor work runs on its
+    Actor queue without the Spot gate): the kit fails the case, and TLC, given its
+    transcript, refuses ``a2`` started while ``a1`` of the same Actor holds the claim,
+    under the rules of a moved turn."""
+    import zlink_reference_adapter
+
+    preload = Path(zlink_reference_adapter.__file__).parent / "preload_mutant.py"
+    monkeypatch.setenv("ZLINK_ADAPTER_PRELOAD", str(preload))
+    monkeypatch.setenv("ZLINK_MUTANT_NAME", "spot_wide_skips_spot_gate")
+    code = main(["conformance", "run", "--only", CLAIM, "--tlc", "-q",
+                 "--transcripts", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert code == 1, out
+    (line,) = [line for line in out.splitlines() if line.startswith(f"  {CLAIM}: TLC")]
+    assert "TLC refuses it too" in line and f"({WIRE_STEP_ACTIONS[TRANSFER][1]})" in line, line
+    assert "started of a2" in line, line
