@@ -99,7 +99,9 @@ def configure(p: argparse.ArgumentParser) -> None:
     check.add_argument("--tlc", action="store_true",
                        help="also check each queue's log with TLC against SerialQueue.tla")
     check.add_argument("--queue", action="append", metavar="NAME",
-                       help="check only this queue (repeatable; default: every queue)")
+                       help="check only this queue (repeatable; default: every queue; in a "
+                            "transcript, a queue of a SpotWide Spot selects the Spot's queues, "
+                            "which are judged together)")
     check.add_argument("--no-yield", action="append", default=[], metavar="NAME",
                        help="this queue's owner offers no Yield (an Entry Spot); repeatable")
     check.add_argument("--units-per-ms", type=float, default=1.0, metavar="N",
@@ -212,11 +214,13 @@ def check_transcript(args: argparse.Namespace) -> int:
     queues = queue_transcripts(entries)
     names = [q.owner for q in queues]
     if args.queue:
-        unknown = [q for q in args.queue if q not in names]
+        # a SpotWide Spot's queues are one log: any of its members selects it
+        held = {name: q.owner for q in queues for name in (q.owner, *q.members)}
+        unknown = [q for q in args.queue if q not in held]
         if unknown:
             return _fail(f"no events of queue(s) {', '.join(unknown)} in {args.log}; its "
-                         f"queues: {', '.join(names) or 'none'}")
-        queues = [q for q in queues if q.owner in args.queue]
+                         f"queues: {', '.join(held) or 'none'}")
+        queues = [q for q in queues if q.owner in {held[name] for name in args.queue}]
     oracle = replay_entries(entries)
     tlc: list[dict[str, Any]] = []
     if args.tlc:
