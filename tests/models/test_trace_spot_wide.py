@@ -11,8 +11,9 @@ records run out of their order (a transfer out of order), a record's turn placed
 Spot queue at its acceptance instead of when its Actor reached it (also out of order),
 a record run on the Spot queue while its Actor's claim is held by a yielded record (run
 before its transfer could happen), a record that never runs though its Actor is free (a
-lost transfer: the settle reply is refused), and an Actor queue accepting past its
-capacity. All queues go to TLC in one run. And the transcripts of the catalogued mutant
+lost transfer: the settle reply is refused), an Actor queue accepting past its
+capacity, and a record still in its Actor's line at ``dispose`` run instead of
+cancelled. All queues go to TLC in one run. And the transcripts of the catalogued mutant
 ``spot_wide_skips_spot_gate`` are refused by TLC under those rules."""
 
 from __future__ import annotations
@@ -92,6 +93,19 @@ def _lost_transfer(records: Records) -> tuple[Records, int]:
     return records, start  # the settle's reply, now where the start was
 
 
+def _cancelled_record_runs(records: Records) -> tuple[Records, int]:
+    """SD-1 on an Actor queue: ``a2``, still in its Actor's line when ``dispose`` was
+    called, runs once the yielded ``a1`` holding the claim was cancelled, instead of
+    being cancelled itself (its turn is never moved to the Spot queue)."""
+    record = records.pop(doctoring.at(records, "cancelled", "a2"))
+    at = doctoring.at(records, "cancelled", "a1") + 1
+    message = {**record["message"], "owner": "S"}
+    records[at:at] = [
+        {**record, "message": {**message, "event": "started", "on_submitter_stack": False}},
+        {**record, "message": {**message, "event": "finished"}}]
+    return records, at
+
+
 def _accepted_past_the_mailbox(records: Records) -> tuple[Records, int]:
     """SE-5.1 on the Actor queue: a4 accepted by Actor A's queue, which holds three
     records already (its application_message_capacity is 3)."""
@@ -118,15 +132,16 @@ def test_SE_4_5_tlc_matches_spot_wide_transcripts_and_refuses_doctored_ones(
         (_run_while_claim_held(read(CLAIM)), "started"),
         (_lost_transfer(read(PLACED)), "settle reply"),
         (_accepted_past_the_mailbox(read(MAILBOX)), "accepted"),
+        (_cancelled_record_runs(read(DISPOSED)), "started"),
     ]
     refused = doctoring.assert_tlc_matches_honest_and_refuses_doctored(honest, doctored,
                                                                        MODELS)
     # each refusal is reported under the rules of what it broke: a moved turn's (TakeNext
-    # after Transfer, the claim) for the first four, the Actor queue's admission for the last
+    # after Transfer, the claim), but the Actor queue's admission for the mailbox
     moved_rules = WIRE_STEP_ACTIONS[TRANSFER][1]
     assert {"SE-4.5", "SE-4.6", "SE-6.6"} <= set(moved_rules.split(", "))
     keys = [refused_as(q, step) for q, step in refused]
-    assert keys == [TRANSFER] * 4 + [ADMIT], keys
+    assert keys == [TRANSFER] * 4 + [ADMIT, TRANSFER], keys
     assert WIRE_STEP_ACTIONS[ADMIT][1] == transition(ADMIT).rule_text
 
 
