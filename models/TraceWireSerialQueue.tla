@@ -73,6 +73,28 @@
 (* Disposal.tla's one FIFO line is SerialQueue.tla's lanes here, so the    *)
 (* order of turns stays checked after a disposal.                          *)
 (*                                                                         *)
+(* SpotWide (SE-4.5, SE-4.6, SE-5.3, D-6): the Actor queues of a SpotWide  *)
+(* (or Instance) Spot and its Spot queue are one log, walked together. The *)
+(* Spot queue is the instance Q(i); each Actor queue a beside it is        *)
+(* SpotWide.tla's: a FIFO line aLine[a] of the records it accepted, their  *)
+(* reservations (inActor: accepted and not ended there) judged against the *)
+(* Actor policy (LogActorCountCap, LogActorByteCap, LogActorResv), and the *)
+(* claim[a]. An Actor record's accepted and rejected are the Actor queue's *)
+(* Admit and Reject (ActorAdmit, ActorReject); its started, yielded,       *)
+(* resumed and finished the Spot queue's. What the wire does not show:     *)
+(*  - ActorTransfer(a), SpotWide.tla's Transfer: when a's claim is free,  *)
+(*    its head takes the claim and one execution turn goes to the Spot     *)
+(*    queue's application lane (Q(i)!Insert) at the fixed cost only, never *)
+(*    refused, not even after Close (SE-5.3, D-6);                         *)
+(*  - EndClaim(a): once the record's turn on the Spot queue ended, a's     *)
+(*    claim and the record's reservation there end (SpotWide.tla's Finish, *)
+(*    in a step of its own, as the runtime does it).                       *)
+(* A yield keeps the claim (SE-4.6), so a's next record cannot start before *)
+(* the one that holds it ends. A settle answered means no transfer was      *)
+(* possible and no claim was left to end. Disposal cancels a record still  *)
+(* in its Actor's line there (ActorCancel), and a transferred turn that    *)
+(* never started on the Spot queue with its claim (Cancel).                *)
+(*                                                                         *)
 (* Verdicts (run without deadlock checking), per log k:                    *)
 (*  - <<"TRACE_MATCHED", k, n>> printed: log k is a behaviour of the spec; *)
 (*  - not printed: no way through; the largest <<"TRACE_AT", k, n>>       *)
@@ -100,14 +122,23 @@ VARIABLES
             \* "timeout" (its timer runs) or "cancelled"
     done,   \* the disposal commands of log k taken (indices of LogDisposals[k])
     told,   \* the zombies a zombie event reported
-    held    \* a session's final work accepted and not placed yet (D-12); 0 if none
+    held,   \* a session's final work accepted and not placed yet (D-12); 0 if none
+    aLine,  \* [Actors(k) -> Seq]: each Actor queue's line of accepted records (SpotWide)
+    claim,  \* [Actors(k) -> record or 0]: the record holding the Actor queue's turn
+    inActor \* records accepted by their Actor queue and not ended there
 
 SQ == <<app, life, barrier, appCount, appBytes, lifeCount, lifeBytes, nextSeq,
         drainScheduled, draining, current, streak, closed, suspended,
         phase, wid, seq, resumes, returned, yields, budgetUsed>>
 DI == <<cancelReq, zombie, mode, done, told>>
+AQ == <<aLine, claim, inActor>>
 
 Logs == 1..NLogs
+\* Log i's Actor queues (SpotWide), and the one a work was accepted by (0: a work of
+\* the Spot queue, or of a queue of no Spot).
+Actors(i) == DOMAIN LogActorCountCap[i]
+ActorOf(i, w) == LogActorOf[i][w]
+IsRecord(i, w) == w \in DOMAIN LogActorOf[i] /\ LogActorOf[i][w] # 0
 Admissions(i) == {j \in DOMAIN Log[i] : Log[i][j].op \in {"admit", "reject"}}
 
 \* The submitter an admission entry is: the work it names (SerialQueue's NextOf,
@@ -147,11 +178,68 @@ Ends(w) ==
 
 (* Live(i): the works accepted and not ended, a held final work included    *)
 (* (D-22: it is a work from its acceptance on).                            *)
-Live(i) == {w \in 1..Len(LogLanes[i]) : phase[w] \in Q(i)!LivePhases \/ w = held}
+Live(i) == {w \in 1..Len(LogLanes[i]) :
+               phase[w] \in Q(i)!LivePhases \/ w = held \/ w \in inActor}
 
 (* A session's final work is due (D-12): every work accepted before it has *)
 (* ended, or a disposal cancelled it.                                      *)
 FinalDue(i) == held # 0 /\ (held \in cancelReq \/ Live(i) = {held})
+
+(* The records an Actor queue reserves, and its admission check (SpotWide.tla's *)
+(* Room, on the Actor policy).                                              *)
+RECURSIVE ActorBytes(_, _)
+ActorBytes(i, S) ==
+    IF S = {} THEN 0
+    ELSE LET w == CHOOSE x \in S : TRUE IN LogActorResv[i][w] + ActorBytes(i, S \ {w})
+Reserved(i, a) == {r \in inActor : ActorOf(i, r) = a}
+ActorRoom(i, w) ==
+    /\ Cardinality(Reserved(i, ActorOf(i, w))) < LogActorCountCap[i][ActorOf(i, w)]
+    /\ ActorBytes(i, Reserved(i, ActorOf(i, w))) + LogActorResv[i][w]
+           <= LogActorByteCap[i][ActorOf(i, w)]
+
+(* Admit and Reject of an Actor record by its Actor queue (SpotWide.tla's).  *)
+(* The Spot's Close closes its Actor queues too.                            *)
+ActorAdmit(i, w) ==
+    LET a == ActorOf(i, w) IN
+    /\ phase[w] = "new" /\ w \notin inActor
+    /\ ~closed /\ ActorRoom(i, w)
+    /\ aLine' = [aLine EXCEPT ![a] = Append(@, w)]
+    /\ inActor' = inActor \cup {w}
+    /\ UNCHANGED claim /\ UNCHANGED SQ
+
+ActorReject(i, w, flag) ==
+    /\ phase[w] = "new" /\ w \notin inActor
+    /\ ~(~closed /\ ActorRoom(i, w))
+    /\ flag = closed
+    /\ phase' = [phase EXCEPT ![w] = "rejected"]
+    /\ UNCHANGED <<app, life, barrier, appCount, appBytes, lifeCount, lifeBytes,
+                   nextSeq, drainScheduled, draining, current, streak, closed,
+                   suspended, wid, seq, resumes, returned, yields, budgetUsed>>
+    /\ UNCHANGED AQ
+
+(* ActorCancel: a record still in its Actor queue's line, whose cancellation *)
+(* is pending, leaves it and its reservation there is released.            *)
+ActorCancel(i, w) ==
+    /\ phase[w] = "new" /\ w \in inActor /\ claim[ActorOf(i, w)] # w
+    /\ aLine' = [aLine EXCEPT ![ActorOf(i, w)] = SelectSeq(@, LAMBDA x : x # w)]
+    /\ inActor' = inActor \ {w}
+    /\ phase' = [phase EXCEPT ![w] = "done"]
+    /\ UNCHANGED claim
+    /\ UNCHANGED <<app, life, barrier, appCount, appBytes, lifeCount, lifeBytes,
+                   nextSeq, drainScheduled, draining, current, streak, closed,
+                   suspended, wid, seq, resumes, returned, yields, budgetUsed>>
+
+(* Actor queue a can move its head's turn to the Spot queue (Transfer); a's *)
+(* claim holder ended on the Spot queue and its claim is still to end.      *)
+TransferReady(i, a) ==
+    claim[a] = 0 /\ aLine[a] # << >> /\ Head(aLine[a]) \notin cancelReq
+EndClaimReady(a) == claim[a] # 0 /\ phase[claim[a]] = "done"
+
+(* A record's end on its Actor queue: its claim and its reservation there. *)
+EndsOnActor(i, w) ==
+    /\ claim' = [claim EXCEPT ![ActorOf(i, w)] = 0]
+    /\ inActor' = inActor \ {w}
+    /\ UNCHANGED aLine
 
 (* Cancel (Disposal.tla's, on SerialQueue.tla's state as the core's cancel  *)
 (* does it): a queued work that never started, whose cancellation is       *)
@@ -173,6 +261,8 @@ Cancel(i, w) ==
     /\ seq' = [seq EXCEPT ![w] = -1]
     /\ UNCHANGED <<nextSeq, drainScheduled, draining, current, streak, closed,
                    suspended, resumes, returned, yields, budgetUsed>>
+    \* a transferred turn: its record ends on its Actor queue with it (one outcome)
+    /\ IF IsRecord(i, w) THEN EndsOnActor(i, w) ELSE UNCHANGED AQ
 
 (* One observed event of log i, entry j: its action, for the work it names. *)
 (* A rejection says whether it was for a closed queue (flag); a take whether *)
@@ -185,12 +275,17 @@ Cancel(i, w) ==
 (* reservation released) in a hidden step after it (ending).               *)
 Do(i, j) ==
     LET e == Log[i][j] IN
-    CASE e.op = "admit" -> Q(i)!Admit(j) /\ UNCHANGED DI
+    CASE e.op = "admit" ->
+            /\ IF IsRecord(i, e.w) THEN ActorAdmit(i, e.w) ELSE Q(i)!Admit(j) /\ UNCHANGED AQ
+            /\ UNCHANGED DI
       \* a session's final work accepted (D-12): held back, the session closes
       [] e.op = "hold" ->
             /\ e.w # 0 /\ held = 0 /\ phase[e.w] = "new"
             /\ Q(i)!Close /\ held' = e.w /\ UNCHANGED DI
-      [] e.op = "reject" -> Q(i)!Reject(j) /\ e.flag = closed /\ UNCHANGED DI
+      [] e.op = "reject" ->
+            /\ IF IsRecord(i, e.w) THEN ActorReject(i, e.w, e.flag)
+               ELSE Q(i)!Reject(j) /\ e.flag = closed /\ UNCHANGED AQ
+            /\ UNCHANGED DI
       [] e.op = "take_next" ->
             /\ \/ ~lag /\ Take(i) /\ current' = e.w
                \/ lag /\ current = e.w /\ UNCHANGED SQ
@@ -204,14 +299,16 @@ Do(i, j) ==
       [] e.op = "cancel" ->
             /\ e.w # 0 /\ e.w \in cancelReq
             /\ \/ ~lag /\ ending = 0 /\ current = e.w /\ ending' = e.w /\ UNCHANGED SQ
-                  /\ UNCHANGED held
+                  /\ UNCHANGED held /\ UNCHANGED AQ
                \/ Cancel(i, e.w) /\ UNCHANGED <<ending, held>>
+               \/ ActorCancel(i, e.w) /\ UNCHANGED <<ending, held>>
                \* a held final work cancelled before it was placed (D-22)
                \/ /\ e.w = held /\ held' = 0 /\ phase' = [phase EXCEPT ![e.w] = "done"]
                   /\ UNCHANGED <<app, life, barrier, appCount, appBytes, lifeCount,
                                  lifeBytes, nextSeq, drainScheduled, draining, current,
                                  streak, closed, suspended, wid, seq, resumes, returned,
                                  yields, budgetUsed, ending>>
+                  /\ UNCHANGED AQ
             /\ Ends(e.w)
       \* zombie: a live work DisposeSafely marked, reported once
       [] e.op = "dispose_safely" ->
@@ -227,8 +324,10 @@ Do(i, j) ==
       \* placed
       [] e.op = "sync" ->
             /\ ~lag /\ ending = 0 /\ UNCHANGED SQ /\ UNCHANGED DI
-            /\ \A w \in cancelReq : phase[w] # "queued"
+            /\ \A w \in cancelReq : phase[w] # "queued" /\ ~(phase[w] = "new" /\ w \in inActor)
             /\ ~FinalDue(i)
+            \* no transfer was possible, no claim was left to end (SpotWide)
+            /\ \A a \in Actors(i) : ~TransferReady(i, a) /\ ~EndClaimReady(a)
             \* and no ready work waited for a turn nobody held
             /\ Q(i)!HasReady => current # 0
 
@@ -242,6 +341,7 @@ Step(i) ==
         /\ lag' = (lag /\ e.op # "take_next")
         /\ e.op \notin {"finish", "cancel"} => UNCHANGED ending
         /\ e.op \notin {"hold", "cancel"} => UNCHANGED held
+        /\ e.op \notin {"admit", "reject", "cancel"} => UNCHANGED AQ
         \* a disposal whose reply came before this event had taken effect
         /\ \A c \in DOMAIN LogDisposals[i] :
                0 <= LogDisposals[i][c].by /\ LogDisposals[i][c].by <= l => c \in done
@@ -318,6 +418,27 @@ Transfer(i) ==
     /\ UNCHANGED <<returned, yields, budgetUsed>>
     /\ held' = 0
 
+(* Transfer (SpotWide.tla's, SE-4.5, SE-5.3, D-6): Actor queue a's claim is *)
+(* free, so its head takes it and one execution turn goes to the Spot       *)
+(* queue's application lane at the fixed cost (its payload stays reserved  *)
+(* on the Actor queue), never refused, the Spot closed or not. A record    *)
+(* whose cancellation is pending never moves (ActorCancel ends it).        *)
+ActorTransfer(i, a) ==
+    /\ TransferReady(i, a)
+    /\ LET r == Head(aLine[a]) IN
+       /\ claim' = [claim EXCEPT ![a] = r]
+       /\ aLine' = [aLine EXCEPT ![a] = Tail(@)]
+       /\ Q(i)!Insert(r)
+    /\ UNCHANGED <<returned, yields, budgetUsed, inActor>>
+
+(* EndClaim: the record holding a's claim ended on the Spot queue; a's turn *)
+(* and the record's reservation there end (SpotWide.tla's Finish, the      *)
+(* Actor queue's half, SE-4.6).                                            *)
+EndClaim(i, a) ==
+    /\ EndClaimReady(a)
+    /\ EndsOnActor(i, claim[a])
+    /\ UNCHANGED SQ
+
 (* What the wire does not show. Close only once the transcript sent the    *)
 (* close command: LogCloseAfter[i] events of the queue came before it. A   *)
 (* pending cancellation cuts a suspended work's call short.                *)
@@ -334,12 +455,16 @@ DisposalHidden(i) ==
     \/ \E w \in 1..Len(LogLanes[i]) : SurviveCancel(w) /\ UNCHANGED SQ
 
 Hidden(i) ==
-    \/ Transfer(i) /\ UNCHANGED <<lag, ending>> /\ UNCHANGED DI
-    \/ QueueHidden(i) /\ UNCHANGED <<lag, ending, held>> /\ UNCHANGED DI
-    \/ ~lag /\ Take(i) /\ lag' = TRUE /\ UNCHANGED <<ending, held>> /\ UNCHANGED DI
+    \/ Transfer(i) /\ UNCHANGED <<lag, ending>> /\ UNCHANGED DI /\ UNCHANGED AQ
+    \/ QueueHidden(i) /\ UNCHANGED <<lag, ending, held>> /\ UNCHANGED DI /\ UNCHANGED AQ
+    \/ /\ ~lag /\ Take(i) /\ lag' = TRUE /\ UNCHANGED <<ending, held>> /\ UNCHANGED DI
+       /\ UNCHANGED AQ
     \/ /\ ending # 0 /\ Q(i)!Finish(ending) /\ ending' = 0
-       /\ UNCHANGED <<lag, held>> /\ UNCHANGED DI
-    \/ DisposalHidden(i) /\ UNCHANGED <<lag, ending, held>>
+       /\ UNCHANGED <<lag, held>> /\ UNCHANGED DI /\ UNCHANGED AQ
+    \/ DisposalHidden(i) /\ UNCHANGED <<lag, ending, held>> /\ UNCHANGED AQ
+    \/ \E a \in Actors(i) :
+           \/ ActorTransfer(i, a) /\ UNCHANGED <<lag, ending, held>> /\ UNCHANGED DI
+           \/ EndClaim(i, a) /\ UNCHANGED <<lag, ending, held>> /\ UNCHANGED DI
 
 (* Register i holds the furthest log i got (-1 once it matched); register  *)
 (* NLogs + 1 how many logs matched.                                        *)
@@ -351,7 +476,11 @@ TraceInit ==
     /\ ending = 0
     /\ cancelReq = {} /\ zombie = {} /\ mode = "open" /\ done = {} /\ told = {}
     /\ held = 0
-    /\ \E i \in Logs : k = i /\ Q(i)!Init /\ TLCSet(i, 0)
+    /\ inActor = {}
+    /\ \E i \in Logs :
+           /\ k = i /\ Q(i)!Init /\ TLCSet(i, 0)
+           /\ aLine = [a \in Actors(i) |-> << >>]
+           /\ claim = [a \in Actors(i) |-> 0]
     /\ TLCSet(NLogs + 1, 0)
 
 TraceNext ==
@@ -386,13 +515,25 @@ NoLostWakeup == \A i \in Logs : k = i => Q(i)!NoLostWakeup
 (* SE-5.1, D-6: SerialQueue.tla's, on the admitted works: a session's final *)
 (* work is placed by a transfer, which is never refused (it reserves the   *)
 (* fixed cost in the application lane on top of the admitted works).       *)
+(* Likewise a SpotWide execution turn on the Spot queue (SpotWide.tla's     *)
+(* CapacityRespected); each Actor queue within the Actor policy's limits.  *)
 Transferred(i) ==
-    {w \in {Log[i][j].w : j \in {j \in DOMAIN Log[i] : Log[i][j].op = "hold"}} :
+    {w \in {Log[i][j].w : j \in {j \in DOMAIN Log[i] : Log[i][j].op = "hold"}}
+             \cup {r \in DOMAIN LogActorOf[i] : IsRecord(i, r)} :
         phase[w] \in Q(i)!LivePhases}
 CapacityRespected ==
     \A i \in Logs : k = i =>
         /\ appCount - Cardinality(Transferred(i)) <= LogAppCountCap[i]
         /\ appBytes - Q(i)!SumReservations(Transferred(i)) <= LogAppByteCap[i]
         /\ lifeCount <= LogLifeCountCap[i] /\ lifeBytes <= LogLifeByteCap[i]
+        /\ \A a \in Actors(i) :
+               /\ Cardinality(Reserved(i, a)) <= LogActorCountCap[i][a]
+               /\ ActorBytes(i, Reserved(i, a)) <= LogActorByteCap[i][a]
 ReservationsBalanced == \A i \in Logs : k = i => Q(i)!ReservationsBalanced
+(* SE-4.6 (SpotWide.tla's): an Actor record whose execution turn is on the *)
+(* Spot queue, queued, running or yielded, holds its Actor's claim.        *)
+YieldedActorKeepsClaim ==
+    \A i \in Logs : k = i =>
+        \A r \in DOMAIN LogActorOf[i] :
+            IsRecord(i, r) /\ phase[r] \in Q(i)!LivePhases => claim[ActorOf(i, r)] = r
 =============================================================================

@@ -31,6 +31,16 @@ LogCloseAfter == <<-1>>
 \* queue it was sent, by how many its reply came (-1: it sets no deadline).
 LogDisposals == <<<<>>>>
 
+\* A SpotWide Spot's Actor queues (log i's are 1..Len(LogActorCountCap[i])): the one
+\* that admitted work w (0: none, a work of the Spot queue or of no Spot), what w
+\* reserves there (its payload and the Actor policy's fixed cost), and each Actor
+\* queue's count and byte limits (the Actor policy's). The Spot queue holds such a
+\* work's execution turn at the fixed cost only (its payload above is 0).
+LogActorOf == <<<<0, 0, 0>>>>
+LogActorResv == <<<<0, 0, 0>>>>
+LogActorCountCap == <<<<>>>>
+LogActorByteCap == <<<<>>>>
+
 \* Each log's events in order: op is the core event the wire event reports; w the
 \* work (0: one this queue never admitted); flag whether a rejection was for a
 \* closed queue, or whether a take was a resume (resumed, not started); ret, for

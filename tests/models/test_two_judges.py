@@ -179,6 +179,30 @@ def test_judges_command_agrees_on_the_reference_adapter(
     out = capsys.readouterr().out
     assert code == 0, out
     assert "judges verdict: AGREE" in out
-    counts = json.loads((tmp_path / "j.json").read_text("utf-8"))["counts"]
+    report = json.loads((tmp_path / "j.json").read_text("utf-8"))
+    counts = report["counts"]
     assert counts["tlc_checked"] == counts["tlc_matched"] > 100
     assert counts["disagreements"] == 0
+    # SpotWide Spots included (their queues walked together): TLC checks every queue
+    assert counts["tlc_checked"] == counts["queues"] and report["unchecked"] == [], report
+    assert "TLC checked every queue" in out
+
+
+def test_judges_report_prints_each_queue_tlc_did_not_check_with_its_reason(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A queue TLC could not check is counted, and printed with its transcript and the
+    reason in full (never passed); the report then does not say every queue was checked."""
+    from zlink_tool.cli.judges import _report
+    from zlink_tool.tla.judges import JudgedTranscript, JudgesReport
+    from zlink_tool.tla.transcript import QueueTranscript
+
+    skipped = QueueTranscript("S", not_checked="entry 7: started of x, a work the runner "
+                                               "never submitted")
+    report = JudgesReport([JudgedTranscript("case", ModelVerdict(None), [skipped], {}, [])])
+    assert _report(report, None) == 0
+    out = capsys.readouterr().out
+    assert "not checked by TLC: 1 queue(s) with a work never submitted" in out, out
+    assert "not checked by TLC: case: S: entry 7: started of x, a work the runner never " \
+        "submitted" in out, out
+    assert "TLC checked every queue" not in out

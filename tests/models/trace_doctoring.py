@@ -1,7 +1,8 @@
 """Transcripts of the reference, doctored by hand, for the tests that show TLC's transcript
 judge bites: run cases with their transcripts written, read a transcript's records, find
 an event in them, and judge honest and doctored queues in one TLC run, each doctored one
-refused at the entry it was broken at (``test_trace_disposal``, ``test_trace_final``)."""
+refused at the entry it was broken at (``test_trace_disposal``, ``test_trace_final``,
+``test_trace_spot_wide``)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from zlink_tool.cli.main import main
 from zlink_tool.tla.trace import TlcTraceVerdict
 from zlink_tool.tla.transcript import (
     QueueTranscript,
+    WireStep,
     check_queues_with_tlc,
     queue_transcripts,
     read_transcript,
@@ -56,9 +58,11 @@ def at(records: Records, event: str, work: str) -> int:
 
 
 def assert_tlc_matches_honest_and_refuses_doctored(
-        honest: Sequence[QueueTranscript], doctored: Sequence[Doctored], models: Path) -> None:
+        honest: Sequence[QueueTranscript], doctored: Sequence[Doctored], models: Path,
+) -> list[tuple[QueueTranscript, WireStep]]:
     """One TLC run: every honest queue matched; each doctored transcript (one queue, which
-    TLC can check) refused first at the entry it was broken at, by that entry's wire name."""
+    TLC can check) refused first at the entry it was broken at, by that entry's wire name.
+    Returns each doctored queue with the step TLC refused, in order."""
     broken = []
     for (recs, position), _wire in doctored:
         queue = one_queue(recs)
@@ -67,9 +71,12 @@ def assert_tlc_matches_honest_and_refuses_doctored(
     verdicts = check_queues_with_tlc([*honest, *(q for q, _ in broken)], models)
     for q, v in zip(honest, verdicts, strict=False):
         assert isinstance(v, TlcTraceVerdict) and v.matched, (q.owner, v)
+    out = []
     for (queue, position), (_, wire), v in zip(broken, doctored, verdicts[len(honest):],
                                                strict=True):
         assert isinstance(v, TlcTraceVerdict) and not v.matched, (wire, v)
         assert v.first_unmatched is not None
         refused = queue.steps[v.first_unmatched]
         assert (refused.position, refused.wire) == (position, wire), (wire, refused)
+        out.append((queue, refused))
+    return out

@@ -119,8 +119,8 @@ def tlc_judge(transcripts: list[Path], models: Path,
     """TLC's verdict on each transcript whose case did not pass (its last record says
     so), per queue, printed and returned as ``(case, records)``. A case in which TLC
     finds nothing on the queues it covers is said to be so: the two judges then disagree
-    there, or the failure is outside SerialQueue.tla (a check of the case's own,
-    SpotWide, disposal)."""
+    there, or the failure is outside what the trace spec sees (a check of the case's
+    own: a snapshot, statistics, a wait)."""
     failing = []
     for path in transcripts:
         lines = path.read_text(encoding="utf-8").splitlines()
@@ -128,8 +128,8 @@ def tlc_judge(transcripts: list[Path], models: Path,
         if isinstance(last, dict) and last.get("verdict") not in ("passed", "skipped", None):
             failing.append(path)
     print(f"tlc: judging the transcripts of {len(failing)} case(s) that did not pass, queue "
-          "by queue, against SerialQueue.tla with the disposal steps (one TLC run for all of "
-          "them)")
+          "by queue, against SerialQueue.tla with the disposal and SpotWide steps (one TLC "
+          "run for all of them)")
     queues = []
     for path in failing:
         with path.open(encoding="utf-8") as fh:
@@ -148,8 +148,9 @@ def tlc_judge(transcripts: list[Path], models: Path,
             print(escaped(f"  {path.stem}: TLC finds no broken rule on the "
                           f"{len(checked)} queue(s) it covers"))
         else:
-            print(escaped(f"  {path.stem}: no queue TLC covers (each has a SpotWide "
-                          "transfer or a session's final work)"))
+            print(escaped(f"  {path.stem}: no queue TLC covers ("
+                          + "; ".join(f"{r['queue']}: {r['reason']}" for r in records)
+                          + ")"))
         for r in records:
             if r["status"] == "error":
                 print(escaped(f"    ERROR tlc: {r['queue']}: {r['reason']}"))

@@ -55,11 +55,10 @@ def add_judges(sub: Any) -> None:
 def judges(args: argparse.Namespace) -> int:
     """Run every fixed case, and --runs generated scenarios of --seed, through the adapter
     and judge each transcript twice: by the kit's model oracle (the Python model the
-    reference runs on) and by TLC (SerialQueue.tla, with Disposal.tla's steps beside it,
-    through TraceWireSerialQueue.tla, queue by queue, every queue of every transcript in
-    a few TLC runs). A bug in the
-    Python model is a bug in the oracle; TLC shares none of its code, so the two must
-    agree on every transcript.
+    reference runs on) and by TLC (SerialQueue.tla, with Disposal.tla's and SpotWide.tla's
+    steps beside it, through TraceWireSerialQueue.tla, queue by queue, every queue of
+    every transcript in a few TLC runs). A bug in the Python model is a bug in the
+    oracle; TLC shares none of its code, so the two must agree on every transcript.
 
       zlink conformance judges                    the reference, 150 generated
       zlink conformance judges --runs 1000 --seed 3
@@ -68,9 +67,10 @@ def judges(args: argparse.Namespace) -> int:
     A disagreement names the transcript and the entry where the two part: TLC refuses an
     event the oracle accepted, or the oracle refuses an event of a queue TLC matched
     whole. Disposals (Disposal.tla's steps) and a session's final work (D-12) are judged
-    on the queue's walk too; queues TLC does not cover (a SpotWide transfer: a turn that
-    moves from an Actor queue to the Spot queue, while the trace spec walks one queue)
-    are counted by reason, never passed. A failing case is not a disagreement when both refuse it.
+    on the queue's walk too, and a SpotWide Spot's Spot queue and Actor queues are one
+    walk, with the transfers that move a turn from an Actor queue to the Spot queue
+    (SE-4.5) as its hidden steps; a queue TLC does not cover is counted and printed with
+    its reason, never passed. A failing case is not a disagreement when both refuse it.
 
     Exit status: 0 the judges agree on every transcript, 1 a disagreement (or TLC gave
     no verdict on a queue), 2 bad arguments or an adapter that does not start, 3 Java or
@@ -100,7 +100,8 @@ def judges(args: argparse.Namespace) -> int:
         paths = sorted(fixed.glob("*.jsonl")) + sorted(generated.glob("*.jsonl"))
 
         def progress(done: int, total: int) -> None:
-            print(f"judges: TLC has judged {done} of {total} queue(s)", flush=True)
+            print(f"judges: TLC has judged {done} of {total} log(s) (a log is a queue, or "
+                  "a SpotWide Spot's queues together)", flush=True)
         try:
             judged = judge_transcripts(paths, layout().models, args.timeout, progress)
         except ToolMissingError as exc:
@@ -118,6 +119,10 @@ def _report(judged: JudgesReport, json_path: Path | None) -> int:
           f"{counts['oracle_undecided']}")
     for reason, n in sorted(judged.not_checked().items()):
         print(f"  not checked by TLC: {n} queue(s) with {reason}")
+    for name, queue, reason in judged.unchecked():
+        print(escaped(f"  not checked by TLC: {name}: {queue}: {reason}"))
+    if counts["tlc_checked"] == counts["queues"]:
+        print("  TLC checked every queue")
     for t in judged.transcripts:
         for error in t.tlc_errors:
             print(escaped(f"  ERROR tlc: {t.name}: {error}"))

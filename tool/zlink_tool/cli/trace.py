@@ -19,8 +19,9 @@ cores. With --tlc, each queue's events also become a path SerialQueue.tla must b
 to take (zlink_tool.tla.trace); a queue whose log has events outside that model
 (disposal, transfers) is reported as not checked by TLC, never as passed. A
 conformance transcript's queues go through TraceWireSerialQueue.tla instead
-(zlink_tool.tla.transcript), whose walk has Disposal.tla's steps and a session's final
-work too; there only a SpotWide transfer leaves a queue not checked.
+(zlink_tool.tla.transcript), whose walk has Disposal.tla's steps, a session's final
+work and SpotWide.tla's transfers too (a SpotWide Spot's Spot queue and Actor queues are
+one log there, walked together).
 
 Every finding names its rules: an invariant's rule IDs, or the rules of the event that
 could not be matched.
@@ -73,6 +74,7 @@ from ..tla.transcript import (
     is_transcript,
     queue_transcripts,
     read_transcript,
+    refused_as,
 )
 from ._common import layout
 
@@ -97,7 +99,9 @@ def configure(p: argparse.ArgumentParser) -> None:
     check.add_argument("--tlc", action="store_true",
                        help="also check each queue's log with TLC against SerialQueue.tla")
     check.add_argument("--queue", action="append", metavar="NAME",
-                       help="check only this queue (repeatable; default: every queue)")
+                       help="check only this queue (repeatable; default: every queue; in a "
+                            "transcript, a queue of a SpotWide Spot selects the Spot's queues, "
+                            "which are judged together)")
     check.add_argument("--no-yield", action="append", default=[], metavar="NAME",
                        help="this queue's owner offers no Yield (an Entry Spot); repeatable")
     check.add_argument("--units-per-ms", type=float, default=1.0, metavar="N",
@@ -175,14 +179,17 @@ def tlc_transcript_queues(queues: list[QueueTranscript], models: Path,
 def _unmatched_step(q: QueueTranscript) -> Callable[[int], tuple[int, str, str]]:
     def unmatched(index: int) -> tuple[int, str, str]:
         step = q.steps[index]
+        key = refused_as(q, step)
         if step.op == "sync":
-            return step.position, TAKE_NEXT, (
+            return step.position, key, (
                 f"the settle reply (transcript entry {step.position}) came while something "
                 "could still progress: a turn given or a work's end unreported, ready work "
-                "with no turn holder, a queued work's pending cancellation, or a session's "
-                "final work due")
-        action = WIRE_STEP_ACTIONS[step.op][0]
-        return step.position, step.op, (
+                "with no turn holder, a queued work's pending cancellation, a session's "
+                "final work due" + (", or a SpotWide Actor queue's head not moved to the "
+                                    "Spot queue or its claim not ended"
+                                    if key != TAKE_NEXT else ""))
+        action = WIRE_STEP_ACTIONS[key][0]
+        return step.position, key, (
             f"{step.wire} of {step.work} (transcript entry {step.position}) is not a step "
             f"{action} can take there, whatever the steps the wire does not show")
     return unmatched
@@ -191,7 +198,7 @@ def _unmatched_step(q: QueueTranscript) -> Callable[[int], tuple[int, str, str]]
 def check_transcript(args: argparse.Namespace) -> int:
     """``zlink trace check`` on a conformance transcript: the kit's model oracle judges
     the whole case; with --tlc, TLC judges each queue TraceWireSerialQueue.tla covers
-    (every queue but those with a SpotWide transfer)."""
+    (a SpotWide Spot's queues together, as one log)."""
     if args.policy or args.no_yield or args.units_per_ms != 1.0:
         return _fail("a transcript carries its own policies and targets (the runner's "
                      "create commands): --policy, --no-yield and --units-per-ms are for "
@@ -207,11 +214,13 @@ def check_transcript(args: argparse.Namespace) -> int:
     queues = queue_transcripts(entries)
     names = [q.owner for q in queues]
     if args.queue:
-        unknown = [q for q in args.queue if q not in names]
+        # a SpotWide Spot's queues are one log: any of its members selects it
+        held = {name: q.owner for q in queues for name in (q.owner, *q.members)}
+        unknown = [q for q in args.queue if q not in held]
         if unknown:
             return _fail(f"no events of queue(s) {', '.join(unknown)} in {args.log}; its "
-                         f"queues: {', '.join(names) or 'none'}")
-        queues = [q for q in queues if q.owner in args.queue]
+                         f"queues: {', '.join(held) or 'none'}")
+        queues = [q for q in queues if q.owner in {held[name] for name in args.queue}]
     oracle = replay_entries(entries)
     tlc: list[dict[str, Any]] = []
     if args.tlc:

@@ -2,8 +2,9 @@
 
 The oracle (``zlink_conformance.oracle.model``) replays a transcript through the Python
 model the reference runs on, so a bug in that model is a bug in the judge, and against
-the reference the oracle cannot see it. TLC walks the same transcript, queue by queue,
-through ``SerialQueue.tla`` (``transcript``), which shares none of that code. Each
+the reference the oracle cannot see it. TLC walks the same transcript, queue by queue
+(a SpotWide Spot's queues together), through ``SerialQueue.tla`` with Disposal.tla's and
+SpotWide.tla's steps beside it (``transcript``), which shares none of that code. Each
 judge's verdict is derived here from the transcript itself, never read from the verdict
 the runner wrote after it.
 
@@ -16,9 +17,9 @@ The two must agree. They part when
 
 Either is a disagreement, named by the transcript entry where the two part. A refusal
 by one judge on something the other does not judge (an event of a queue TLC does not
-cover: a SpotWide transfer; a rule only the oracle checks)
-is not a disagreement. All the checkable queues of all the transcripts go to TLC
-together (``check_queues_with_tlc``: a few JVMs, not one a queue).
+cover, counted by reason; a rule only the oracle checks) is not a disagreement. All
+the checkable queues of all the transcripts go to TLC together
+(``check_queues_with_tlc``: a few JVMs, not one a queue).
 """
 
 from __future__ import annotations
@@ -33,7 +34,14 @@ from typing import Any
 from zlink_conformance.oracle.model import ModelVerdict, replay_entries
 
 from .trace import TlcTraceVerdict, TraceRangeError
-from .transcript import QueueTranscript, check_queues_with_tlc, queue_transcripts, read_transcript
+from .transcript import (
+    WIRE_STEP_ACTIONS,
+    QueueTranscript,
+    check_queues_with_tlc,
+    queue_transcripts,
+    read_transcript,
+    refused_as,
+)
 
 __all__ = ["Disagreement", "JudgedTranscript", "JudgesReport", "judge_transcripts"]
 
@@ -90,15 +98,17 @@ class JudgesReport:
 
     def counts(self) -> dict[str, int]:
         queues = [q for t in self.transcripts for q in t.queues]
-        checked = [v for t in self.transcripts for v in t.tlc.values()]
         return {
             "transcripts": len(self.transcripts),
-            "queues": len(queues),
-            "tlc_checked": sum(1 for v in checked if isinstance(v, TlcTraceVerdict)),
-            "tlc_matched": sum(1 for v in checked
-                               if isinstance(v, TlcTraceVerdict) and v.matched),
-            "tlc_not_checked": sum(1 for q in queues if q.not_checked is not None)
-            + sum(1 for v in checked if isinstance(v, TraceRangeError)),
+            "queues": sum(q.queue_count for q in queues),
+            "tlc_checked": sum(q.queue_count for t in self.transcripts for q in t.queues
+                               if isinstance(t.tlc.get(q.owner), TlcTraceVerdict)),
+            "tlc_matched": sum(q.queue_count for t in self.transcripts for q in t.queues
+                               if isinstance(v := t.tlc.get(q.owner), TlcTraceVerdict)
+                               and v.matched),
+            "tlc_not_checked": sum(q.queue_count for q in queues if q.not_checked is not None)
+            + sum(q.queue_count for t in self.transcripts for q in t.queues
+                  if isinstance(t.tlc.get(q.owner), TraceRangeError)),
             "tlc_errors": sum(len(t.tlc_errors) for t in self.transcripts),
             "oracle_refused": sum(1 for t in self.transcripts
                                   if t.oracle.divergence is not None),
@@ -114,17 +124,32 @@ class JudgesReport:
             for q in t.queues:
                 if q.not_checked is not None:
                     why = _kind_of(q.not_checked)
-                    out[why] = out.get(why, 0) + 1
+                    out[why] = out.get(why, 0) + q.queue_count
+        return out
+
+    def unchecked(self) -> list[tuple[str, str, str]]:
+        """Each queue TLC did not check: (transcript, queue, why), the reason in full."""
+        out = []
+        for t in self.transcripts:
+            for q in t.queues:
+                verdict = t.tlc.get(q.owner)
+                if q.not_checked is not None:
+                    out.append((t.name, q.owner, q.not_checked))
+                elif isinstance(verdict, TraceRangeError):
+                    out.append((t.name, q.owner, str(verdict)))
         return out
 
     def to_json(self) -> dict[str, Any]:
         return {"counts": self.counts(), "not_checked": self.not_checked(),
+                "unchecked": [{"transcript": t, "queue": q, "reason": r}
+                              for t, q, r in self.unchecked()],
                 "seconds": round(self.seconds, 2), "tlc_runs": self.tlc_runs,
                 "disagreements": [dataclasses.asdict(d) for d in self.disagreements]}
 
 
 def _kind_of(reason: str) -> str:
-    for word, kind in (("a transfer", "a SpotWide transfer"), ("final work", "a session's final"),
+    for word, kind in (("not walk together", "a work moved between queues"),
+                       ("final work", "a session's final"),
                        ("Disposal", "a disposal event"), ("never submitted",
                                                           "a work never submitted")):
         if word in reason:
@@ -146,7 +171,8 @@ def _compare(name: str, oracle: ModelVerdict, queues: Sequence[QueueTranscript],
             step = q.steps[verdict.first_unmatched]
             if oracle.undecided is None and (diverged is None or diverged > step.position):
                 why = (f"{verdict.broken_invariant} broke" if verdict.broken_invariant
-                       else "no step of the trace spec takes it")
+                       else "no step of the trace spec takes it "
+                            f"({WIRE_STEP_ACTIONS[refused_as(q, step)][1]})")
                 found.append(Disagreement(
                     name, step.position, q.owner, "tlc",
                     f"{step.wire} of {step.work}: {why}; the oracle "

@@ -25,10 +25,16 @@ reply, with Disposal.tla's state beside SerialQueue.tla's; ``cancelled`` is ``fi
 the work's own turn or ``cancel`` before it started (the spec tells which), ``zombie`` is
 ``dispose_safely`` (``_DISPOSAL_OPS``).
 
+A SpotWide (or Instance) Spot's queues are one log: its Actor queues admit their records
+(``accepted``, ``rejected``), the Spot queue runs their turns (``started`` ...
+``finished``), and the trace spec moves each turn across in a hidden ``Transfer`` and ends
+the Actor's claim in a hidden ``EndClaim`` (SpotWide.tla's, SE-4.5, SE-4.6). The log's
+``members`` are the owners it holds; each work says which Actor queue admitted it
+(``WireStep.actor``).
+
 A queue is not checked by TLC (said so, never passed) when its part of the transcript
-needs a step the trace spec does not have: a work admitted by one queue and run on
-another (a SpotWide transfer, SpotWide.tla's), or a session's final work placed later
-(D-12).
+needs a step the trace spec does not have: an event of a work the runner never
+submitted, or one of a transition outside the trace spec (``not_checked`` says which).
 """
 
 from __future__ import annotations
@@ -53,6 +59,7 @@ from zlink_model.vocabulary import (
     FINISH,
     REJECT,
     TAKE_NEXT,
+    TRANSFER,
     WIRE_EVENTS,
     YIELD_TURN,
     tla_actions,
@@ -70,8 +77,7 @@ from .trace import (
 
 __all__ = ["HOLD", "WIRE_FILES", "WIRE_STEP_ACTIONS", "QueueTranscript", "TranscriptError",
            "WireModel", "WireStep", "build_wire_model", "check_queues_with_tlc",
-           "is_transcript", "queue_transcripts",
-           "read_transcript"]
+           "is_transcript", "queue_transcripts", "read_transcript", "refused_as"]
 
 # The checked-in modules TLC needs beside the data module WireLog.tla.
 WIRE_FILES: Final = ("SerialQueue.tla", "TraceWireSerialQueue.tla", "TraceWireSerialQueue.cfg")
@@ -92,7 +98,15 @@ WIRE_STEP_ACTIONS: Final[Mapping[str, tuple[str, str]]] = {
                                      for r in transition(e).rules))),
     DISPOSE_SAFELY: ("DisposeSafely", transition(DISPOSE_SAFELY).rule_text),
     HOLD: ("the final work's acceptance (it closes the session)", "D-12, SE-6.2"),
+    # A SpotWide Actor record's start or resume on the Spot queue (and a settle answered
+    # in a SpotWide Spot's log): a turn the Actor queue moved there (Transfer), which
+    # needs the Actor's claim free (SE-4.6) and the record at the head of its line.
+    TRANSFER: ("TakeNext of an execution turn a SpotWide Actor queue moved to the Spot "
+               "queue (Transfer: its claim free, the record at its head)",
+               ", ".join(dict.fromkeys((*transition(TAKE_NEXT).rules,
+                                        *transition(TRANSFER).rules, "SE-4.6")))),
 }
+
 # A disposal command's mode (the wire's word) as the hidden step of the trace spec it
 # allows: Dispose, DisposeSafely, DisposeAfterTimeout, or RuntimeEnd ("end", SD-5).
 _DISPOSAL_MODES: Final[Mapping[str, str]] = {
@@ -116,6 +130,7 @@ class WireStep:
     kind: str = "app"  # the work's lane: app, life or barrier (from its submission)
     payload: int = 0  # its payload bytes (its reservation less the fixed cost)
     race: int = 0  # an admission's submit_concurrent (1, 2, ...; 0: a submission alone)
+    actor: str = ""  # a SpotWide Actor record: the Actor queue that admitted it
 
 
 @dataclasses.dataclass
@@ -132,6 +147,28 @@ class QueueTranscript:
     # before the command was sent, by those before its reply came (-1: no deadline).
     disposals: list[tuple[str, int, int]] = dataclasses.field(default_factory=list)
     not_checked: str | None = None
+    # The owners whose events this log holds: the queue itself, or a SpotWide Spot's
+    # Spot queue and Actor queues (one log, walked together), in order of first event.
+    members: list[str] = dataclasses.field(default_factory=list)
+    # A SpotWide Spot's Actor queues' lane policy (its create's actor_policy); None if
+    # the log has no Actor record.
+    actor_policy: ZLinkExecutionLanePolicy | None = None
+
+    @property
+    def queue_count(self) -> int:
+        """How many of the runtime's queues this log is (a SpotWide Spot's: several)."""
+        return max(1, len(self.members))
+
+
+def refused_as(q: QueueTranscript, step: WireStep) -> str:
+    """The entry of ``WIRE_STEP_ACTIONS`` a refused step is reported under: its op;
+    ``transfer`` for a SpotWide record's turn on the Spot queue and for a settle answered
+    in a SpotWide Spot's log (a turn not moved, or a claim not ended, is refused there);
+    ``take_next`` for another settle answered (a turn unreported or not given)."""
+    if (step.op == TAKE_NEXT and step.actor) or (step.op == "sync" and q.actor_policy
+                                                 is not None):
+        return TRANSFER
+    return TAKE_NEXT if step.op == "sync" else step.op
 
 
 def _kind(sub: Submission) -> str:
@@ -195,18 +232,30 @@ def queue_transcripts(entries: Sequence[tuple[str, Mapping[str, Any]]]) -> list[
             works[info.work] = info
 
     def queue(owner: str, target: str) -> QueueTranscript:
+        info = targets.get(target)
+        if info is not None and info.spot_wide_wiring and (
+                owner == target or owner.startswith(f"{target}/actor:")):
+            # one log for the Spot queue and its Actor queues: a turn moves between them
+            spot = queues[target] if target in queues else queue(target, "")
+            if owner not in spot.members:
+                spot.members.append(owner)
+            if owner != target and spot.actor_policy is None:
+                spot.actor_policy = policies.get(target, {}).get("actor_policy") \
+                    or ZLinkExecutionLanePolicy()
+            return spot
         q = queues.get(owner)
         if q is None:
-            which = ("actor_policy" if owner.startswith(f"{target}/actor:")
-                     else "timer_policy" if owner.startswith(f"{target}/timer:")
+            name = target or owner
+            which = ("actor_policy" if owner.startswith(f"{name}/actor:")
+                     else "timer_policy" if owner.startswith(f"{name}/timer:")
                      else "policy")
             q = queues[owner] = QueueTranscript(
-                owner, policies.get(target, {}).get(which) or ZLinkExecutionLanePolicy())
-            if target in closed:
+                owner, policies.get(name, {}).get(which) or ZLinkExecutionLanePolicy())
+            if name in closed:
                 q.close_after = 0
             # a disposal before the queue's first event: taken before it
             q.disposals = [(how, 0, 0 if index < len(entries) else -1)
-                           for how, index in disposed.get(target, [])]
+                           for how, index in disposed.get(name, [])]
         return q
 
     for pos, (direction, msg) in enumerate(entries):
@@ -295,10 +344,11 @@ def queue_transcripts(entries: Sequence[tuple[str, Mapping[str, Any]]]) -> list[
         if sub is None:
             q.not_checked = f"entry {pos}: {name} of {work}, a work the runner never submitted"
             continue
-        if sub.route.admit != sub.route.run:
+        if sub.route.admit != sub.route.run and not (
+                sub.moved and sub.target.spot_wide_wiring and q.owner == sub.target.name):
             q.not_checked = (f"entry {pos}: {work} is admitted by {sub.route.admit} and runs "
-                             f"on {sub.route.run}: a transfer, SpotWide.tla's (the trace "
-                             "spec walks one queue; a SpotWide turn moves between two)")
+                             f"on {sub.route.run}, queues the trace spec does not walk "
+                             "together")
             continue
         op = _DISPOSAL_OPS.get(name, steps[0])
         if sub.final and op == ADMIT:
@@ -313,8 +363,9 @@ def queue_transcripts(entries: Sequence[tuple[str, Mapping[str, Any]]]) -> list[
         q.steps.append(WireStep(op, work, pos, name,
                                 closed=name == "rejected" and msg.get("reason") == "closed",
                                 kind=_kind(sub), payload=sub.payload,
-                                race=racing if op in (ADMIT, REJECT, HOLD) else 0))
-        moved.add(owner)
+                                race=racing if op in (ADMIT, REJECT, HOLD) else 0,
+                                actor=sub.route.admit if sub.moved else ""))
+        moved.add(q.owner)
     return list(queues.values())
 
 
@@ -348,6 +399,12 @@ class WireLogData:
     log: str
     works: tuple[str, ...]  # model work i + 1 is works[i]
     notes: tuple[str, ...]
+    # SpotWide: each work's Actor queue (1..: the log's Actor queues; 0: none) and its
+    # reservation there, and the Actor policy's limits, one per Actor queue
+    actor_of: str = ""
+    actor_resv: str = ""
+    actor_counts: str = ""
+    actor_bytes: str = ""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -391,10 +448,13 @@ def _log_data(q: QueueTranscript) -> WireLogData:
     order: list[str] = []
     lane: dict[str, tuple[str, int]] = {}
     yields: dict[str, int] = {}
+    actor: dict[str, str] = {}  # a SpotWide record -> the Actor queue that admits it
     for step in q.steps:
         if step.op in (ADMIT, REJECT, HOLD) and step.work not in lane:
             order.append(step.work)
             lane[step.work] = (step.kind, step.payload)
+            if step.actor:
+                actor[step.work] = step.actor
         if step.op == YIELD_TURN:
             yields[step.work] = yields.get(step.work, 0) + 1
     number = {w: i for i, w in enumerate(order, 1)}
@@ -403,17 +463,35 @@ def _log_data(q: QueueTranscript) -> WireLogData:
         flag = "TRUE" if step.closed or step.wire == "resumed" else "FALSE"
         ops.append(f'[op |-> "{step.op}", w |-> {number.get(step.work, 0)}, flag |-> {flag}, '
                    f'ret |-> {step.ret}, lo |-> {lo}, hi |-> {hi}]')
-    table = [(lane[w][0], lane[w][1], yields.get(w, 0)) for w in order]
+    # A record's turn on the Spot queue reserves the fixed cost only (SE-5.3): its
+    # payload is its Actor queue's.
+    table = [(lane[w][0], 0 if w in actor else lane[w][1], yields.get(w, 0)) for w in order]
     takes = sum(1 for s in q.steps if s.op == TAKE_NEXT)
     limits, notes = scaled_limits(table, q.policy, takes)
     fields = limits.module_fields(table)
+    actors = list(dict.fromkeys(actor[w] for w in order if w in actor))
+    actor_resv = [0] * len(order)
+    actor_count = actor_bytes = 0
+    if actors:
+        records = [i for i, w in enumerate(order) if w in actor]
+        alimits, anotes = scaled_limits([("app", lane[order[i]][1], 0) for i in records],
+                                        q.actor_policy or ZLinkExecutionLanePolicy(), 0)
+        notes = (*notes, *(f"Actor queues: {n}" for n in anotes))
+        for i, payload in zip(records, alimits.payloads, strict=True):
+            actor_resv[i] = payload + alimits.fixed
+        actor_count, actor_bytes = alimits.app_count, alimits.app_bytes
     policy = ", ".join(str(getattr(limits, name)) for name in _POLICY_FIELDS)
     log = "<<\n        " + ",\n        ".join(ops) + "\n    >>" if ops else "<< >>"
     disposals = "<<" + ", ".join(f'[how |-> "{how}", after |-> {after}, by |-> {by}]'
                                  for how, after, by in q.disposals) + ">>"
     return WireLogData(policy, str(fields["lanes"]), str(fields["payloads"]),
                        str(fields["yields"]), q.close_after, disposals, log, tuple(order),
-                       notes)
+                       notes,
+                       actor_of=", ".join(str(actors.index(actor[w]) + 1 if w in actor else 0)
+                                          for w in order),
+                       actor_resv=", ".join(str(r) for r in actor_resv),
+                       actor_counts=", ".join(str(actor_count) for _ in actors),
+                       actor_bytes=", ".join(str(actor_bytes) for _ in actors))
 
 
 # The data module's policy tuples, in the order _log_data writes a log's values.
@@ -443,6 +521,10 @@ def build_wire_model(queues: QueueTranscript | Sequence[QueueTranscript]) -> Wir
         yields=column([f"<<{log.yields}>>" for log in logs]),
         close_after=column([str(log.close_after) for log in logs]),
         disposals=column([log.disposals for log in logs]),
+        actor_of=column([f"<<{log.actor_of}>>" for log in logs]),
+        actor_resv=column([f"<<{log.actor_resv}>>" for log in logs]),
+        actor_counts=column([f"<<{log.actor_counts}>>" for log in logs]),
+        actor_bytes=column([f"<<{log.actor_bytes}>>" for log in logs]),
         log="<<\n    " + ",\n    ".join(log.log for log in logs) + "\n>>")
     return WireModel(module, logs)
 
@@ -475,6 +557,16 @@ LogCloseAfter == {close_after}
 \\* safely, timeout, or end: the runtime's end), after how many events of the
 \\* queue it was sent, by how many its reply came (-1: it sets no deadline).
 LogDisposals == {disposals}
+
+\\* A SpotWide Spot's Actor queues (log i's are 1..Len(LogActorCountCap[i])): the one
+\\* that admitted work w (0: none, a work of the Spot queue or of no Spot), what w
+\\* reserves there (its payload and the Actor policy's fixed cost), and each Actor
+\\* queue's count and byte limits (the Actor policy's). The Spot queue holds such a
+\\* work's execution turn at the fixed cost only (its payload above is 0).
+LogActorOf == {actor_of}
+LogActorResv == {actor_resv}
+LogActorCountCap == {actor_counts}
+LogActorByteCap == {actor_bytes}
 
 \\* Each log's events in order: op is the core event the wire event reports; w the
 \\* work (0: one this queue never admitted); flag whether a rejection was for a
