@@ -23,7 +23,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from functools import partial
 from types import CoroutineType
-from typing import Any, cast
+from typing import Any, Final, cast
 
 from zlink_model.queue import (
     COMPLETED,
@@ -42,7 +42,7 @@ from .scope import record_zombie_failure
 
 __all__ = ["DrainingQueue", "DriveSteps", "QueueAux"]
 
-_copy_context = __import__("contextvars").copy_context
+_copy_context: Final = __import__("contextvars").copy_context
 
 
 class QueueAux:

@@ -33,7 +33,7 @@ import warnings
 from collections.abc import Awaitable, Callable, Generator
 from functools import partial
 from types import CoroutineType
-from typing import Any, TypeVar, cast
+from typing import Any, Final, TypeVar, cast
 
 from zlink_model.errors import ZLinkNotOnTurnError, ZLinkYieldNotSupportedError
 from zlink_model.queue import CANCELLED, COMPLETED, FAILED, MODE_CANCELLED, RUNNING
@@ -48,7 +48,7 @@ __all__ = ["DrivenQueue", "yield_framework_call"]
 
 T = TypeVar("T")
 
-_copy_context = contextvars.copy_context
+_copy_context: Final = contextvars.copy_context
 
 
 async def yield_framework_call(awaitable: Awaitable[T]) -> T:
@@ -336,7 +336,7 @@ class _DriveSignal:
         self.callback = callback
 
 
-_FAILED = _DriveSignal(None)
+_FAILED: Final = _DriveSignal(None)
 
 
 @types.coroutine
