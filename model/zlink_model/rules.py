@@ -10,6 +10,7 @@ admission, lane selection, the lifecycle burst or the time slice.
 from __future__ import annotations
 
 import enum
+from typing import Final
 
 from .errors import RejectReason
 
@@ -24,12 +25,12 @@ __all__ = [
     "slice_expired",
 ]
 
-APPLICATION_LANE = 0
-LIFECYCLE_LANE = 1
+APPLICATION_LANE: Final = 0
+LIFECYCLE_LANE: Final = 1
 
 # Decision D-3 (specs/decisions.md): the reference counts no metadata beyond
 # fixed_work_byte_cost, so a boundary is the same number on every runtime.
-METADATA_BYTES = 0
+METADATA_BYTES: Final = 0
 
 
 class Source(enum.IntEnum):

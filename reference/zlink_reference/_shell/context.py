@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 from collections.abc import Iterable
-from typing import Any, Protocol, cast
+from typing import Any, Final, Protocol, cast
 
 from zlink_model.errors import ZLinkReentrancyError
 from zlink_model.queue import DONE, RUNNING
@@ -59,7 +59,7 @@ class TurnRecord(Protocol):
 # The record an async work belongs to, in that work's task context. The record whose
 # synchronous work runs right now is per thread: thread_state().turn.sync, set and
 # cleared by the drain around each synchronous call (D-24).
-async_current: contextvars.ContextVar[Any] = contextvars.ContextVar(
+async_current: Final[contextvars.ContextVar[Any]] = contextvars.ContextVar(
     "zlink_current_work", default=None
 )
 

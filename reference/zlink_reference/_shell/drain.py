@@ -23,7 +23,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from functools import partial
 from types import CoroutineType
-from typing import Any, cast
+from typing import Any, Final, cast
 
 from zlink_model.queue import (
     COMPLETED,
@@ -40,9 +40,9 @@ from .handle import TurnHold, Work, ZLinkWorkHandle
 from .loop import QueueRuntime, thread_state
 from .scope import record_zombie_failure
 
-__all__ = ["DrainingQueue", "QueueAux"]
+__all__ = ["DrainingQueue", "DriveSteps", "QueueAux"]
 
-_copy_context = __import__("contextvars").copy_context
+_copy_context: Final = __import__("contextvars").copy_context
 
 
 class QueueAux:
@@ -58,6 +58,25 @@ class QueueAux:
         self.zombie_errors: list[tuple[int, BaseException, WorkRecord]] = []
         self.scope: Any = None  # the queue's Scope (the scope room sits above this one)
         self.on_end: Callable[[Any], None] | None = None
+
+
+
+class DriveSteps:
+    """What a drive task (drive.py) and the drain pass each other about the async work
+    the task runs: the task, the work's record and awaitable, the ``Context.run`` of the
+    context the work runs in, the runner's ``send``, and the work's result once it
+    ended. The drain starts a work in the task through it (``_run_turns``); drive.py's
+    runner adds the rest. A class of its own, here, so the drain reads and writes these
+    fields as fields (compiled, natively) without importing the room above it."""
+
+    __slots__ = ("aw", "rec", "run", "send", "task", "value")
+
+    task: asyncio.Task[Any] | None  # the drive task (None while the runner rests)
+    rec: ZLinkWorkHandle[Any] | None  # the work running in the task now
+    aw: Any  # the work's awaitable (a coroutine, mostly)
+    value: Any  # the work's result, or what it raised
+    run: Callable[..., Any]  # the running work's Context.run
+    send: Callable[[Any], Any]  # the runner's send
 
 
 
@@ -173,7 +192,7 @@ class DrainingQueue:
 
     def _run_turns(
         self, prev: ZLinkWorkHandle[Any] | None, outcome: int, value: Any, skew: float = 0,
-        steps: Any = None,
+        steps: DriveSteps | None = None,
     ) -> tuple[ZLinkWorkHandle[Any], Any] | None:
         """Hold the drain role: end ``prev``'s turn, then run synchronous works until the
         drain leaves, a resumed work takes the turn, or a work returns an awaitable
@@ -192,8 +211,6 @@ class DrainingQueue:
             async_current.set(None)
         core = self._core
         clock = self._rt.now  # read as clock() - skew: the time the owner held the loop
-        next_step = core.next_step
-        next_plain = core.next_plain
         # The plain work (post) whose turn just ended, in place of ``prev``: it has no
         # handle to settle. Apart, so that ``prev`` and ``rec`` only ever hold records.
         prev_work: Work | None = None
@@ -206,8 +223,9 @@ class DrainingQueue:
                 prev = core.turn_holder
                 prev_work = None
                 turn.sync = None
-            step: Any = next_step(clock() - skew, prev if prev_work is None else prev_work,
-                                  outcome)  # a record, a plain work, or None
+            step: Any = core.next_step(clock() - skew,
+                                       prev if prev_work is None else prev_work,
+                                       outcome)  # a record, a plain work, or None
             if prev_work is not None:
                 # Settle after the reservation is released (inside next_step), so a
                 # waiter woken by it sees the room.
@@ -274,7 +292,7 @@ class DrainingQueue:
                 try:
                     while (result := work()) is None and core.app is not None \
                             and self._aux is None:
-                        work = next_plain(clock() - skew, work)
+                        work = core.next_plain(clock() - skew, work)
                         if work is None:
                             break  # next_plain gave its turn back: no turn left to end
                 except BaseException as exc:

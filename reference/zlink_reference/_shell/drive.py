@@ -33,13 +33,13 @@ import warnings
 from collections.abc import Awaitable, Callable, Generator
 from functools import partial
 from types import CoroutineType
-from typing import Any, TypeVar, cast
+from typing import Any, Final, TypeVar, cast
 
 from zlink_model.errors import ZLinkNotOnTurnError, ZLinkYieldNotSupportedError
 from zlink_model.queue import CANCELLED, COMPLETED, FAILED, MODE_CANCELLED, RUNNING
 
 from . import context as _context
-from .drain import DrainingQueue
+from .drain import DrainingQueue, DriveSteps
 from .handle import ZLinkWorkHandle
 from .loop import thread_state
 from .scope import log as zombie_log
@@ -48,7 +48,7 @@ __all__ = ["DrivenQueue", "yield_framework_call"]
 
 T = TypeVar("T")
 
-_copy_context = contextvars.copy_context
+_copy_context: Final = contextvars.copy_context
 
 
 async def yield_framework_call(awaitable: Awaitable[T]) -> T:
@@ -258,22 +258,21 @@ class DrivenQueue(DrainingQueue):
 
 
 
-class _Steps:
-    """A drive task's runner and what it and the runner pass each other: the work
-    running now, its context, and, once it ended, its result or exception. Used by one
-    drive task at a time, for every work that task runs."""
+class _Steps(DriveSteps):
+    """A drive task's runner and what it and the runner pass each other (the fields of
+    ``DriveSteps``): the work running now, its context, and, once it ended, its result
+    or exception. Used by one drive task at a time, for every work that task runs."""
 
-    __slots__ = ("aw", "rec", "run", "runner", "send", "task", "value")
+    __slots__ = ("runner",)
 
     def __init__(self, task: asyncio.Task[Any]) -> None:
         self.task = task
-        self.rec: ZLinkWorkHandle[Any] | None = None
-        self.aw: Any = None  # the work's awaitable (a coroutine, mostly)
-        self.value: Any = None
+        self.rec = None
+        self.aw = None
+        self.value = None
         self.runner = runner = _runner(self)
         runner.send(None)
         self.send = runner.send
-        self.run: Callable[..., Any]  # the running work's Context.run, set by start
 
     @staticmethod
     def take(task: asyncio.Task[Any]) -> _Steps:
@@ -293,7 +292,7 @@ class _Steps:
         resting = thread_state().resting
         if len(resting) < 16:
             self.rec = self.aw = self.value = None
-            self.task = None  # type: ignore[assignment]
+            self.task = None
             resting.append(self)
 
     def start(self, rec: ZLinkWorkHandle[Any], aw: Awaitable[Any]) -> Any:
@@ -315,7 +314,7 @@ class _Steps:
         self.value = None
         rec = cast("ZLinkWorkHandle[Any]", self.rec)
         if isinstance(exc, asyncio.CancelledError):
-            if not self.task.cancelling():
+            if not cast("asyncio.Task[Any]", self.task).cancelling():
                 return CANCELLED, exc  # the work raised it itself
             queue._hand_off(rec, CANCELLED, exc)
             raise exc
@@ -337,7 +336,7 @@ class _DriveSignal:
         self.callback = callback
 
 
-_FAILED = _DriveSignal(None)
+_FAILED: Final = _DriveSignal(None)
 
 
 @types.coroutine

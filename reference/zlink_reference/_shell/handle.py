@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import threading
 from collections.abc import Callable, Generator
-from typing import Any, Generic, Protocol, TypeVar, cast
+from typing import Any, Final, Generic, Protocol, TypeVar, cast
 
 from zlink_model.errors import ZLinkUsageError
 from zlink_model.queue import (
@@ -46,9 +46,9 @@ Work = Callable[[], Any]
 
 ErrorHook = Callable[[BaseException, "ZLinkWorkHandle[Any]"], None]
 
-PENDING = -1
+PENDING: Final = -1  # the outcome of a work that has not ended
 
-get_ident = threading.get_ident
+get_ident: Final = threading.get_ident
 
 
 class QueuePlace(Protocol):

@@ -21,7 +21,7 @@ import asyncio
 import itertools
 import threading
 from collections.abc import Awaitable, Callable
-from typing import Any, ClassVar, TypeVar, cast
+from typing import Any, ClassVar, Final, TypeVar, cast
 
 from zlink_model.errors import ZLinkUsageError
 
@@ -79,7 +79,7 @@ class ThreadState:
 # are plain objects reached through one ``threading.local`` rather than a subclass of it:
 # compiled, a subclass would be a native class whose fields are one set for every
 # thread (mypyc lays them out in the object, where ``threading.local`` never looks).
-_LOCAL = threading.local()
+_LOCAL: Final = threading.local()
 
 
 def thread_state() -> ThreadState:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from typing import Any, cast
+from typing import Any, Final, cast
 
 from zlink_model.policy import ZLinkExecutionLanePolicy
 from zlink_model.queue import (
@@ -59,7 +59,7 @@ __all__ = [
     "yield_framework_call",
 ]
 
-get_ident = threading.get_ident
+get_ident: Final = threading.get_ident
 
 
 class QueueStatistics:
