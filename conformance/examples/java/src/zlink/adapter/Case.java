@@ -43,6 +43,11 @@ final class Case implements ZLinkObserver {
     /** The submission this thread is inside the entry call of: the runtime's admit hook
      *  gives it its place in its queue's admission order. */
     private static final ThreadLocal<WorkState> ADMITTING = new ThreadLocal<>();
+    /** The verdicts a turn this thread just began must follow: a copy of
+     *  {@code ticketsTaken} made by the take_next hook, under the queue's lock, and read
+     *  by the work's first event of that turn ({@code started} or {@code resumed}), which
+     *  the drain runs on the same thread right after it. */
+    private static final ThreadLocal<Map<String, Long>> TURN_AFTER = new ThreadLocal<>();
 
     /** Verdicts in admission order, per queue: works submitted from several threads at
      *  once are admitted in one order, and their accepted events must say that order
@@ -107,6 +112,41 @@ final class Case implements ZLinkObserver {
                 ticketsTaken.put(queue, ws.ticket + 1);
             }
         }
+        if ("take_next".equals(event)) {
+            // Under the queue's lock, after the previous turn ended and its reservation
+            // was released: every submission judged before now has its ticket.
+            synchronized (verdictOrder) {
+                TURN_AFTER.set(ticketsTaken.isEmpty() ? null : new HashMap<>(ticketsTaken));
+            }
+        }
+    }
+
+    /**
+     * Hold the first event of the turn this thread just began until the verdict of every
+     * submission judged before the turn began is written, whatever queue judged it and
+     * whichever thread writes it. A queue judges a submission against the reservations it
+     * holds then, and a turn it begins later may come after a release: a refusal written
+     * after such a turn's {@code started} reads as a refusal with room left (SE-5.1), and
+     * the log would not say the order the runtime did things in. Not on a thread still
+     * inside an entry call (a drain on the submitter's stack, SE-6.5's bug): the verdict
+     * it would wait for is written only once that call returns.
+     */
+    void awaitVerdictsBeforeTurn() {
+        Map<String, Long> before = TURN_AFTER.get();
+        TURN_AFTER.remove();
+        if (before == null || SUBMITTING.get() > 0) return;
+        synchronized (verdictOrder) {
+            for (Map.Entry<String, Long> e : before.entrySet()) {
+                while (live && ticketsWritten.getOrDefault(e.getKey(), 0L) < e.getValue()) {
+                    try {
+                        verdictOrder.wait(100);
+                    } catch (InterruptedException x) {
+                        Thread.currentThread().interrupt();
+                        return;
+                    }
+                }
+            }
+        }
     }
 
     /** Called by the runtime while the yielding work still holds its turn: the one moment
@@ -165,7 +205,8 @@ final class Case implements ZLinkObserver {
     }
 
     /** {@link #submit(Map, CountDownLatch)}; {@code byWork}: a work's submit op, which
-     *  {@code ZLINK_JAVA_VERDICT_PAUSE_MS} holds between the entry call and the verdict. */
+     *  {@code ZLINK_JAVA_VERDICT_PAUSE_MS} holds between the entry call and the verdict
+     *  ({@code ZLINK_JAVA_RUNNER_VERDICT_PAUSE_MS} holds the runner's submit command). */
     @SuppressWarnings("unchecked")
     String submit(Map<String, Object> sub, CountDownLatch batch, boolean byWork) {
         String id = Commands.name(sub, "work");
@@ -199,14 +240,14 @@ final class Case implements ZLinkObserver {
         // back to what it was), so that it waits for its place in the queue's order.
         if (refused != null) {
             ws.ended.set(true);
-            if (byWork) pauseBeforeVerdict();
+            pauseBeforeVerdict(byWork, batch);
             writeVerdict(ws, "rejected", "work", id, "owner", refused.owner(), "reason", refused.reason());
             return "rejected";
         }
         handle.setLabel(id);
         ws.handle = handle;
         ws.admitOwner = handle.queueName();
-        if (byWork) pauseBeforeVerdict();
+        pauseBeforeVerdict(byWork, batch);
         writeVerdict(ws, "accepted", "work", ws.id, "owner", ws.admitOwner);
         // What the work's own code cannot report: an end before it started (cancelled by a
         // disposal), or a failure outside its script.
@@ -215,10 +256,13 @@ final class Case implements ZLinkObserver {
         return "accepted";
     }
 
-    private static void pauseBeforeVerdict() {
-        if (Adapter.VERDICT_PAUSE_MS <= 0) return;
+    /** The test levers' pause: a work's submit op, or the runner's submit command (not
+     *  a thread of submit_concurrent, {@code batch}). */
+    private static void pauseBeforeVerdict(boolean byWork, CountDownLatch batch) {
+        long ms = byWork ? Adapter.VERDICT_PAUSE_MS : batch == null ? Adapter.RUNNER_VERDICT_PAUSE_MS : 0;
+        if (ms <= 0) return;
         try {
-            Thread.sleep(Adapter.VERDICT_PAUSE_MS);
+            Thread.sleep(ms);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
@@ -434,6 +478,7 @@ final class Case implements ZLinkObserver {
                 done.completeExceptionally(new CancellationException("case dropped"));
                 return done;
             }
+            c.awaitVerdictsBeforeTurn();
             this.turn = turn;
             ws.runOwner = turn.owner();
             ws.started = true;
@@ -546,6 +591,7 @@ final class Case implements ZLinkObserver {
             ws.pendingCall = null;
             if (ws.yielded) { // it gave its turn back and holds it again now
                 ws.yielded = false;
+                c.awaitVerdictsBeforeTurn();
                 c.emit("resumed", "work", ws.id, "owner", ws.runOwner);
             }
             if (t instanceof CompletionException && t.getCause() != null) t = t.getCause();
