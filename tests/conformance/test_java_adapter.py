@@ -215,6 +215,30 @@ def test_SE_5_2_a_refusal_is_written_before_the_turns_that_follow_the_release(
     assert [(r.status, r.messages) for r in results if r.status != "passed"] == []
 
 
+CLOSE_CASE = ("required_D_12_a_refusal_as_closed_is_reported_after_the_final_work_that_"
+              "closed_the_session")
+
+
+@needs_jdk
+def test_D_12_a_refusal_as_closed_is_written_after_the_final_work_that_closed_the_session(
+    catalogue: Catalogue,
+) -> None:
+    """A control work's nested submission of its session's final work closes the
+    session; the runner's packet, judged meanwhile, is refused as closed.
+    ZLINK_JAVA_VERDICT_PAUSE_MS holds the final work's verdict between its entry call
+    and its write, so the runner's refusal comes in that window in most runs: it must
+    wait for the verdict of the submission that closed the session. (Before the close
+    gave the final work a ticket and a refusal made outside any queue's lock waited for
+    every verdict judged before it, the refusal was written first and the model read a
+    refusal by an open session, SE-5.1, in most runs with the pause.) Either verdict
+    order the session may take passes."""
+    case = next(c for c in catalogue.cases if c.id == CLOSE_CASE)
+    with Runner(adapter_argv(), env={"ZLINK_JAVA_VERDICT_PAUSE_MS": "200"}) as runner:
+        runner.start()
+        results = [runner.run_case(case) for _ in range(6)]
+    assert [(r.status, r.messages) for r in results if r.status != "passed"] == []
+
+
 @needs_jdk
 @pytest.mark.parametrize("lever", ["ZLINK_JAVA_VERDICT_PAUSE_MS",
                                    "ZLINK_JAVA_RUNNER_VERDICT_PAUSE_MS"])

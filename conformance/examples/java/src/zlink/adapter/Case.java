@@ -102,10 +102,13 @@ final class Case implements ZLinkObserver {
     public void transition(String queue, String event, ZLinkWorkHandle work) {
         if (Adapter.TRACE) Adapter.log("trace " + queue + " " + event + (work != null ? " " + work.label() : ""));
         WorkState ws = ADMITTING.get();
-        if (("admit".equals(event) || "reject".equals(event)) && ws != null && ws.ticketQueue == null) {
+        if (("admit".equals(event) || "reject".equals(event) || "close".equals(event))
+                && ws != null && ws.ticketQueue == null) {
             // Under the queue's lock: tickets of one queue follow the order in which it
             // judged its submissions, refusals included (a refusal a work's admission
-            // caused must not be written before that admission's accepted).
+            // caused must not be written before that admission's accepted). A close
+            // inside an entry call is a session's final work being judged: it closes the
+            // session, and a refusal as closed must not be written before its accepted.
             synchronized (verdictOrder) {
                 ws.ticketQueue = queue;
                 ws.ticket = ticketsTaken.getOrDefault(queue, 0L);
@@ -136,17 +139,25 @@ final class Case implements ZLinkObserver {
         TURN_AFTER.remove();
         if (before == null || SUBMITTING.get() > 0) return;
         synchronized (verdictOrder) {
-            for (Map.Entry<String, Long> e : before.entrySet()) {
-                while (live && ticketsWritten.getOrDefault(e.getKey(), 0L) < e.getValue()) {
-                    try {
-                        verdictOrder.wait(100);
-                    } catch (InterruptedException x) {
-                        Thread.currentThread().interrupt();
-                        return;
-                    }
+            awaitWrittenLocked(before);
+        }
+    }
+
+    /** Under {@code verdictOrder}: wait until, for each queue of {@code before}, that many
+     *  verdicts are written (or the case is dropped). False if this thread was
+     *  interrupted. */
+    private boolean awaitWrittenLocked(Map<String, Long> before) {
+        for (Map.Entry<String, Long> e : before.entrySet()) {
+            while (live && ticketsWritten.getOrDefault(e.getKey(), 0L) < e.getValue()) {
+                try {
+                    verdictOrder.wait(100);
+                } catch (InterruptedException x) {
+                    Thread.currentThread().interrupt();
+                    return false;
                 }
             }
         }
+        return true;
     }
 
     /** Called by the runtime while the yielding work still holds its turn: the one moment
@@ -273,18 +284,15 @@ final class Case implements ZLinkObserver {
      *  the queue judged them, whichever thread submitted. Not when this thread is still
      *  inside an outer entry call: a drain run on the submitter's stack (SE-6.5's bug)
      *  holds the earlier verdict until it returns, and its order is broken anyway. A
-     *  refusal that no queue judged (no ticket) is written at once. */
+     *  verdict that no queue's hook ticketed (a coordinator's refusal as closed, judged
+     *  under its own lock) waits for every verdict ticketed before it is written: the
+     *  submission that closed it, a session's final work, is one of them. */
     private void writeVerdict(WorkState ws, String event, Object... fields) {
         synchronized (verdictOrder) {
-            if (ws.ticketQueue != null && SUBMITTING.get() == 0) {
-                while (live && ticketsWritten.getOrDefault(ws.ticketQueue, 0L) < ws.ticket) {
-                    try {
-                        verdictOrder.wait(100);
-                    } catch (InterruptedException e) {
-                        Thread.currentThread().interrupt();
-                        return;
-                    }
-                }
+            if (SUBMITTING.get() == 0) {
+                Map<String, Long> before = ws.ticketQueue != null
+                    ? Map.of(ws.ticketQueue, ws.ticket) : new HashMap<>(ticketsTaken);
+                if (!awaitWrittenLocked(before)) return;
             }
             emit(event, fields);
             if (ws.ticketQueue != null) {
