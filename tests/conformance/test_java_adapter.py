@@ -239,6 +239,32 @@ def test_D_12_a_refusal_as_closed_is_written_after_the_final_work_that_closed_th
     assert [(r.status, r.messages) for r in results if r.status != "passed"] == []
 
 
+SPOT_CASE = ("required_SE_4_5_a_refusal_by_the_spot_queue_is_reported_after_the_actor_"
+             "message_whose_turn_filled_it")
+
+
+@needs_jdk
+def test_SE_4_5_a_refusal_by_the_spot_queue_is_written_after_the_message_that_filled_it(
+    catalogue: Catalogue,
+) -> None:
+    """On four pool threads: the runner's Actor message is accepted by its Actor queue,
+    whose claim places its turn on the Spot queue and fills it; a work of another Actor
+    executor submits a Spot work there meanwhile, and it is refused. The work's verdicts
+    are held 100 ms (its first nested submission delays the second) and the runner's
+    400 ms, so the refusal is judged after the turn was placed and would be written
+    before the message's acceptance: it must wait for it, verdicts of different queues
+    in the order the runtime judged them. (With one sequence of tickets a queue, as
+    before, the refusal came first in 5 of 5 runs and the model read a refusal with
+    room left, SE-5.1.)"""
+    case = next(c for c in catalogue.cases if c.id == SPOT_CASE)
+    env = {"ZLINK_JAVA_THREADS": FOUR, "ZLINK_JAVA_VERDICT_PAUSE_MS": "100",
+           "ZLINK_JAVA_RUNNER_VERDICT_PAUSE_MS": "400"}
+    with Runner(adapter_argv(), env=env) as runner:
+        runner.start()
+        results = [runner.run_case(case) for _ in range(4)]
+    assert [(r.status, r.messages) for r in results if r.status != "passed"] == []
+
+
 @needs_jdk
 @pytest.mark.parametrize("lever", ["ZLINK_JAVA_VERDICT_PAUSE_MS",
                                    "ZLINK_JAVA_RUNNER_VERDICT_PAUSE_MS"])

@@ -2,7 +2,6 @@ package zlink.adapter;
 
 import java.util.ArrayList;
 import java.util.Collections;
-import java.util.HashMap;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -43,20 +42,26 @@ final class Case implements ZLinkObserver {
     /** The submission this thread is inside the entry call of: the runtime's admit hook
      *  gives it its place in its queue's admission order. */
     private static final ThreadLocal<WorkState> ADMITTING = new ThreadLocal<>();
-    /** The verdicts a turn this thread just began must follow: a copy of
-     *  {@code ticketsTaken} made by the take_next hook, under the queue's lock, and read
-     *  by the work's first event of that turn ({@code started} or {@code resumed}), which
-     *  the drain runs on the same thread right after it. */
-    private static final ThreadLocal<Map<String, Long>> TURN_AFTER = new ThreadLocal<>();
+    /** The verdicts a turn this thread just began must follow: {@code ticketsTaken} as
+     *  the take_next hook read it, under the queue's lock, read back by the work's first
+     *  event of that turn ({@code started} or {@code resumed}), which the drain runs on
+     *  the same thread right after it. */
+    private static final ThreadLocal<Long> TURN_AFTER = new ThreadLocal<>();
 
-    /** Verdicts in admission order, per queue: works submitted from several threads at
-     *  once are admitted in one order, and their accepted events must say that order
-     *  (the log is the order the runtime did things in). Each admission takes the next
-     *  ticket of its queue under the queue's lock (the admit hook); its verdict is written
-     *  once every earlier ticket of that queue is. */
+    /** Verdicts in the order the runtime judged them: works submitted from several
+     *  threads at once are judged in one order, and their verdicts must say that order
+     *  (the log is the order the runtime did things in). Each judgment takes the next
+     *  ticket, one sequence for the whole case, under the judging queue's lock (its
+     *  admit, reject or close hook); its verdict is written once every earlier ticket's
+     *  is. One sequence, not one a queue: a judgment of one queue can rest on another's
+     *  (a SpotWide Actor queue admits a message, its claim places the message's turn on
+     *  the Spot queue, and that turn fills the Spot queue for the next submission). */
     private final Object verdictOrder = new Object();
-    private final Map<String, Long> ticketsTaken = new HashMap<>();
-    private final Map<String, Long> ticketsWritten = new HashMap<>();
+    private long ticketsTaken;
+    /** Every ticket below it is written; {@code writtenAhead} holds the written ones above
+     *  it (a verdict written out of turn: on the submitter's stack, below). */
+    private long ticketsWritten;
+    private final Set<Long> writtenAhead = new HashSet<>();
 
     private final Adapter adapter;
     private volatile boolean live = true;
@@ -104,22 +109,21 @@ final class Case implements ZLinkObserver {
         WorkState ws = ADMITTING.get();
         if (("admit".equals(event) || "reject".equals(event) || "close".equals(event))
                 && ws != null && ws.ticketQueue == null) {
-            // Under the queue's lock: tickets of one queue follow the order in which it
-            // judged its submissions, refusals included (a refusal a work's admission
-            // caused must not be written before that admission's accepted). A close
+            // Under the queue's lock: tickets follow the order in which the queues judged
+            // their submissions, refusals included (a refusal a work's admission caused
+            // must not be written before that admission's accepted). A close
             // inside an entry call is a session's final work being judged: it closes the
             // session, and a refusal as closed must not be written before its accepted.
             synchronized (verdictOrder) {
                 ws.ticketQueue = queue;
-                ws.ticket = ticketsTaken.getOrDefault(queue, 0L);
-                ticketsTaken.put(queue, ws.ticket + 1);
+                ws.ticket = ticketsTaken++;
             }
         }
         if ("take_next".equals(event)) {
             // Under the queue's lock, after the previous turn ended and its reservation
             // was released: every submission judged before now has its ticket.
             synchronized (verdictOrder) {
-                TURN_AFTER.set(ticketsTaken.isEmpty() ? null : new HashMap<>(ticketsTaken));
+                TURN_AFTER.set(ticketsTaken);
             }
         }
     }
@@ -135,7 +139,7 @@ final class Case implements ZLinkObserver {
      * it would wait for is written only once that call returns.
      */
     void awaitVerdictsBeforeTurn() {
-        Map<String, Long> before = TURN_AFTER.get();
+        Long before = TURN_AFTER.get();
         TURN_AFTER.remove();
         if (before == null || SUBMITTING.get() > 0) return;
         synchronized (verdictOrder) {
@@ -143,18 +147,16 @@ final class Case implements ZLinkObserver {
         }
     }
 
-    /** Under {@code verdictOrder}: wait until, for each queue of {@code before}, that many
-     *  verdicts are written (or the case is dropped). False if this thread was
+    /** Under {@code verdictOrder}: wait until the verdict of every ticket below
+     *  {@code before} is written (or the case is dropped). False if this thread was
      *  interrupted. */
-    private boolean awaitWrittenLocked(Map<String, Long> before) {
-        for (Map.Entry<String, Long> e : before.entrySet()) {
-            while (live && ticketsWritten.getOrDefault(e.getKey(), 0L) < e.getValue()) {
-                try {
-                    verdictOrder.wait(100);
-                } catch (InterruptedException x) {
-                    Thread.currentThread().interrupt();
-                    return false;
-                }
+    private boolean awaitWrittenLocked(long before) {
+        while (live && ticketsWritten < before) {
+            try {
+                verdictOrder.wait(100);
+            } catch (InterruptedException x) {
+                Thread.currentThread().interrupt();
+                return false;
             }
         }
         return true;
@@ -280,8 +282,8 @@ final class Case implements ZLinkObserver {
     }
 
     /** Write a verdict ({@code accepted} or {@code rejected}) once the verdict of every
-     *  submission its queue judged earlier is written: the log says the order in which
-     *  the queue judged them, whichever thread submitted. Not when this thread is still
+     *  submission the runtime judged earlier is written: the log says the order in which
+     *  it judged them, whichever thread submitted. Not when this thread is still
      *  inside an outer entry call: a drain run on the submitter's stack (SE-6.5's bug)
      *  holds the earlier verdict until it returns, and its order is broken anyway. A
      *  verdict that no queue's hook ticketed (a coordinator's refusal as closed, judged
@@ -290,13 +292,12 @@ final class Case implements ZLinkObserver {
     private void writeVerdict(WorkState ws, String event, Object... fields) {
         synchronized (verdictOrder) {
             if (SUBMITTING.get() == 0) {
-                Map<String, Long> before = ws.ticketQueue != null
-                    ? Map.of(ws.ticketQueue, ws.ticket) : new HashMap<>(ticketsTaken);
-                if (!awaitWrittenLocked(before)) return;
+                if (!awaitWrittenLocked(ws.ticketQueue != null ? ws.ticket : ticketsTaken)) return;
             }
             emit(event, fields);
             if (ws.ticketQueue != null) {
-                ticketsWritten.merge(ws.ticketQueue, 1L, Long::sum);
+                writtenAhead.add(ws.ticket);
+                while (writtenAhead.remove(ticketsWritten)) ticketsWritten++;
                 verdictOrder.notifyAll();
             }
         }
@@ -331,8 +332,8 @@ final class Case implements ZLinkObserver {
         volatile ZLinkWorkHandle handle;
         volatile String pendingCall; // the call a work is making a framework call on
         volatile boolean yielded; // it gave its turn back and has not resumed yet
-        volatile String ticketQueue; // the queue that admitted it, from the admit hook
-        volatile long ticket; // its place in that queue's admission order
+        volatile String ticketQueue; // the queue that judged it, from its hook
+        volatile long ticket; // its place in the order the runtime judged submissions
         final String target; // the target it was submitted to
 
         WorkState(String id, String owner) {
