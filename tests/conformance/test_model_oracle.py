@@ -200,6 +200,21 @@ def test_SE_5_1_a_rejection_with_room_left() -> None:
     assert div is not None and div.rule == "SE-5.1"
 
 
+def test_SE_5_1_a_refusal_as_closed_by_an_open_queue_says_nothing_closed_it() -> None:
+    """A refusal as closed with nothing closed before it is explained as such, not by
+    the bytes that would fit (what a verdict written before the acceptance of the final
+    work that closed a session looks like)."""
+    case = make_case([QUEUE, submit("a")], [{"check": "rejected", "work": "a",
+                                              "reason": "closed"}])
+    bad = play(case, {1: [ev("rejected", "a", "q", reason="closed")]})
+    assert case_problems(case, bad) == []
+    div = check_model(bad).divergence
+    assert div is not None and div.rule == "SE-5.1"
+    assert "a rejected as closed by q, but nothing the log reports before it closed q" \
+        in div.explanation
+    assert "bytes fit" not in div.explanation
+
+
 def test_the_model_passes_every_case_of_the_reference_run(full_run: FullRun) -> None:
     """Sound on a correct runtime: no divergence and no undecided log in the whole run
     (test_reference_run runs every case in the lazy and eager progress modes too, with

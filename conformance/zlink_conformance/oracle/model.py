@@ -839,6 +839,13 @@ class _Replay:
             want = "accept" if verdict is None else verdict.value
             if want == "accept":
                 lane = "lifecycle" if life else "application"
+                if reason == "closed":
+                    # The bytes are beside the point: what is wrong is the closing.
+                    raise _ProblemError("SE-5.1", None,
+                                   f"{info.work} rejected as closed by {core.name}, but "
+                                   f"nothing the log reports before it closed "
+                                   f"{info.target.name} (a close, a disposal, a session's "
+                                   f"final work), and its {lane} lane has room for it")
                 raise _ProblemError("SE-5.1", None,
                                f"{info.work} rejected ({reason}) by {core.name}, but its "
                                f"{lane} lane holds {count} work(s) and {used} bytes: "

@@ -60,6 +60,13 @@ public final class Adapter {
      *  queue is judged meanwhile, and the verdicts must still come in the order the queue
      *  judged them. Unset or empty: no pause; anything but 0 to 10000 stops the adapter. */
     static final long VERDICT_PAUSE_MS = pauseMillis(System.getenv("ZLINK_JAVA_VERDICT_PAUSE_MS"));
+    /** ZLINK_JAVA_RUNNER_VERDICT_PAUSE_MS=N: a submission made by the runner (the submit
+     *  command) pauses N ms between its entry call's return and writing its verdict. A
+     *  test's lever: it widens the window in which the pool ends the works the queue held
+     *  when it judged the submission and begins the turns that follow, and the verdict
+     *  must still come before those turns. Same bounds as ZLINK_JAVA_VERDICT_PAUSE_MS. */
+    static final long RUNNER_VERDICT_PAUSE_MS =
+        pauseMillis(System.getenv("ZLINK_JAVA_RUNNER_VERDICT_PAUSE_MS"));
 
     private static long pauseMillis(String text) {
         if (text == null || text.isBlank()) return 0;
@@ -288,10 +295,11 @@ public final class Adapter {
             System.exit(2);
         }
         for (String bug : ZLinkRuntime.activeBugs()) log("deliberate bug switched on: " + bug);
-        if (VERDICT_PAUSE_MS < 0) {
-            log("ZLINK_JAVA_VERDICT_PAUSE_MS must be an integer from 0 to 10000, not "
-                + System.getenv("ZLINK_JAVA_VERDICT_PAUSE_MS"));
-            System.exit(2);
+        for (String pause : new String[] {"ZLINK_JAVA_VERDICT_PAUSE_MS", "ZLINK_JAVA_RUNNER_VERDICT_PAUSE_MS"}) {
+            if (pauseMillis(System.getenv(pause)) < 0) {
+                log(pause + " must be an integer from 0 to 10000, not " + System.getenv(pause));
+                System.exit(2);
+            }
         }
         int threads = 1;
         String t = System.getenv("ZLINK_JAVA_THREADS");

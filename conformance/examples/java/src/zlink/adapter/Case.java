@@ -2,7 +2,6 @@ package zlink.adapter;
 
 import java.util.ArrayList;
 import java.util.Collections;
-import java.util.HashMap;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -43,15 +42,26 @@ final class Case implements ZLinkObserver {
     /** The submission this thread is inside the entry call of: the runtime's admit hook
      *  gives it its place in its queue's admission order. */
     private static final ThreadLocal<WorkState> ADMITTING = new ThreadLocal<>();
+    /** The verdicts a turn this thread just began must follow: {@code ticketsTaken} as
+     *  the take_next hook read it, under the queue's lock, read back by the work's first
+     *  event of that turn ({@code started} or {@code resumed}), which the drain runs on
+     *  the same thread right after it. */
+    private static final ThreadLocal<Long> TURN_AFTER = new ThreadLocal<>();
 
-    /** Verdicts in admission order, per queue: works submitted from several threads at
-     *  once are admitted in one order, and their accepted events must say that order
-     *  (the log is the order the runtime did things in). Each admission takes the next
-     *  ticket of its queue under the queue's lock (the admit hook); its verdict is written
-     *  once every earlier ticket of that queue is. */
+    /** Verdicts in the order the runtime judged them: works submitted from several
+     *  threads at once are judged in one order, and their verdicts must say that order
+     *  (the log is the order the runtime did things in). Each judgment takes the next
+     *  ticket, one sequence for the whole case, under the judging queue's lock (its
+     *  admit, reject or close hook); its verdict is written once every earlier ticket's
+     *  is. One sequence, not one a queue: a judgment of one queue can rest on another's
+     *  (a SpotWide Actor queue admits a message, its claim places the message's turn on
+     *  the Spot queue, and that turn fills the Spot queue for the next submission). */
     private final Object verdictOrder = new Object();
-    private final Map<String, Long> ticketsTaken = new HashMap<>();
-    private final Map<String, Long> ticketsWritten = new HashMap<>();
+    private long ticketsTaken;
+    /** Every ticket below it is written; {@code writtenAhead} holds the written ones above
+     *  it (a verdict written out of turn: on the submitter's stack, below). */
+    private long ticketsWritten;
+    private final Set<Long> writtenAhead = new HashSet<>();
 
     private final Adapter adapter;
     private volatile boolean live = true;
@@ -97,16 +107,59 @@ final class Case implements ZLinkObserver {
     public void transition(String queue, String event, ZLinkWorkHandle work) {
         if (Adapter.TRACE) Adapter.log("trace " + queue + " " + event + (work != null ? " " + work.label() : ""));
         WorkState ws = ADMITTING.get();
-        if (("admit".equals(event) || "reject".equals(event)) && ws != null && ws.ticketQueue == null) {
-            // Under the queue's lock: tickets of one queue follow the order in which it
-            // judged its submissions, refusals included (a refusal a work's admission
-            // caused must not be written before that admission's accepted).
+        if (("admit".equals(event) || "reject".equals(event) || "close".equals(event))
+                && ws != null && ws.ticketQueue == null) {
+            // Under the queue's lock: tickets follow the order in which the queues judged
+            // their submissions, refusals included (a refusal a work's admission caused
+            // must not be written before that admission's accepted). A close
+            // inside an entry call is a session's final work being judged: it closes the
+            // session, and a refusal as closed must not be written before its accepted.
             synchronized (verdictOrder) {
                 ws.ticketQueue = queue;
-                ws.ticket = ticketsTaken.getOrDefault(queue, 0L);
-                ticketsTaken.put(queue, ws.ticket + 1);
+                ws.ticket = ticketsTaken++;
             }
         }
+        if ("take_next".equals(event)) {
+            // Under the queue's lock, after the previous turn ended and its reservation
+            // was released: every submission judged before now has its ticket.
+            synchronized (verdictOrder) {
+                TURN_AFTER.set(ticketsTaken);
+            }
+        }
+    }
+
+    /**
+     * Hold the first event of the turn this thread just began until the verdict of every
+     * submission judged before the turn began is written, whatever queue judged it and
+     * whichever thread writes it. A queue judges a submission against the reservations it
+     * holds then, and a turn it begins later may come after a release: a refusal written
+     * after such a turn's {@code started} reads as a refusal with room left (SE-5.1), and
+     * the log would not say the order the runtime did things in. Not on a thread still
+     * inside an entry call (a drain on the submitter's stack, SE-6.5's bug): the verdict
+     * it would wait for is written only once that call returns.
+     */
+    void awaitVerdictsBeforeTurn() {
+        Long before = TURN_AFTER.get();
+        TURN_AFTER.remove();
+        if (before == null || SUBMITTING.get() > 0) return;
+        synchronized (verdictOrder) {
+            awaitWrittenLocked(before);
+        }
+    }
+
+    /** Under {@code verdictOrder}: wait until the verdict of every ticket below
+     *  {@code before} is written (or the case is dropped). False if this thread was
+     *  interrupted. */
+    private boolean awaitWrittenLocked(long before) {
+        while (live && ticketsWritten < before) {
+            try {
+                verdictOrder.wait(100);
+            } catch (InterruptedException x) {
+                Thread.currentThread().interrupt();
+                return false;
+            }
+        }
+        return true;
     }
 
     /** Called by the runtime while the yielding work still holds its turn: the one moment
@@ -165,7 +218,8 @@ final class Case implements ZLinkObserver {
     }
 
     /** {@link #submit(Map, CountDownLatch)}; {@code byWork}: a work's submit op, which
-     *  {@code ZLINK_JAVA_VERDICT_PAUSE_MS} holds between the entry call and the verdict. */
+     *  {@code ZLINK_JAVA_VERDICT_PAUSE_MS} holds between the entry call and the verdict
+     *  ({@code ZLINK_JAVA_RUNNER_VERDICT_PAUSE_MS} holds the runner's submit command). */
     @SuppressWarnings("unchecked")
     String submit(Map<String, Object> sub, CountDownLatch batch, boolean byWork) {
         String id = Commands.name(sub, "work");
@@ -199,14 +253,14 @@ final class Case implements ZLinkObserver {
         // back to what it was), so that it waits for its place in the queue's order.
         if (refused != null) {
             ws.ended.set(true);
-            if (byWork) pauseBeforeVerdict();
+            pauseBeforeVerdict(byWork, batch);
             writeVerdict(ws, "rejected", "work", id, "owner", refused.owner(), "reason", refused.reason());
             return "rejected";
         }
         handle.setLabel(id);
         ws.handle = handle;
         ws.admitOwner = handle.queueName();
-        if (byWork) pauseBeforeVerdict();
+        pauseBeforeVerdict(byWork, batch);
         writeVerdict(ws, "accepted", "work", ws.id, "owner", ws.admitOwner);
         // What the work's own code cannot report: an end before it started (cancelled by a
         // disposal), or a failure outside its script.
@@ -215,36 +269,35 @@ final class Case implements ZLinkObserver {
         return "accepted";
     }
 
-    private static void pauseBeforeVerdict() {
-        if (Adapter.VERDICT_PAUSE_MS <= 0) return;
+    /** The test levers' pause: a work's submit op, or the runner's submit command (not
+     *  a thread of submit_concurrent, {@code batch}). */
+    private static void pauseBeforeVerdict(boolean byWork, CountDownLatch batch) {
+        long ms = byWork ? Adapter.VERDICT_PAUSE_MS : batch == null ? Adapter.RUNNER_VERDICT_PAUSE_MS : 0;
+        if (ms <= 0) return;
         try {
-            Thread.sleep(Adapter.VERDICT_PAUSE_MS);
+            Thread.sleep(ms);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
     }
 
     /** Write a verdict ({@code accepted} or {@code rejected}) once the verdict of every
-     *  submission its queue judged earlier is written: the log says the order in which
-     *  the queue judged them, whichever thread submitted. Not when this thread is still
+     *  submission the runtime judged earlier is written: the log says the order in which
+     *  it judged them, whichever thread submitted. Not when this thread is still
      *  inside an outer entry call: a drain run on the submitter's stack (SE-6.5's bug)
      *  holds the earlier verdict until it returns, and its order is broken anyway. A
-     *  refusal that no queue judged (no ticket) is written at once. */
+     *  verdict that no queue's hook ticketed (a coordinator's refusal as closed, judged
+     *  under its own lock) waits for every verdict ticketed before it is written: the
+     *  submission that closed it, a session's final work, is one of them. */
     private void writeVerdict(WorkState ws, String event, Object... fields) {
         synchronized (verdictOrder) {
-            if (ws.ticketQueue != null && SUBMITTING.get() == 0) {
-                while (live && ticketsWritten.getOrDefault(ws.ticketQueue, 0L) < ws.ticket) {
-                    try {
-                        verdictOrder.wait(100);
-                    } catch (InterruptedException e) {
-                        Thread.currentThread().interrupt();
-                        return;
-                    }
-                }
+            if (SUBMITTING.get() == 0) {
+                if (!awaitWrittenLocked(ws.ticketQueue != null ? ws.ticket : ticketsTaken)) return;
             }
             emit(event, fields);
             if (ws.ticketQueue != null) {
-                ticketsWritten.merge(ws.ticketQueue, 1L, Long::sum);
+                writtenAhead.add(ws.ticket);
+                while (writtenAhead.remove(ticketsWritten)) ticketsWritten++;
                 verdictOrder.notifyAll();
             }
         }
@@ -279,8 +332,8 @@ final class Case implements ZLinkObserver {
         volatile ZLinkWorkHandle handle;
         volatile String pendingCall; // the call a work is making a framework call on
         volatile boolean yielded; // it gave its turn back and has not resumed yet
-        volatile String ticketQueue; // the queue that admitted it, from the admit hook
-        volatile long ticket; // its place in that queue's admission order
+        volatile String ticketQueue; // the queue that judged it, from its hook
+        volatile long ticket; // its place in the order the runtime judged submissions
         final String target; // the target it was submitted to
 
         WorkState(String id, String owner) {
@@ -434,6 +487,7 @@ final class Case implements ZLinkObserver {
                 done.completeExceptionally(new CancellationException("case dropped"));
                 return done;
             }
+            c.awaitVerdictsBeforeTurn();
             this.turn = turn;
             ws.runOwner = turn.owner();
             ws.started = true;
@@ -546,6 +600,7 @@ final class Case implements ZLinkObserver {
             ws.pendingCall = null;
             if (ws.yielded) { // it gave its turn back and holds it again now
                 ws.yielded = false;
+                c.awaitVerdictsBeforeTurn();
                 c.emit("resumed", "work", ws.id, "owner", ws.runOwner);
             }
             if (t instanceof CompletionException && t.getCause() != null) t = t.getCause();
