@@ -107,20 +107,24 @@ class _SpotWideTurn:
     """The Actor queue's work for one SpotWide message: on the Actor queue's turn, place
     the execution turn on the Spot queue and keep the claim (the Actor queue's turn)
     until it ends (SE-4.5, SE-4.6). A slotted object rather than a closure, so a message
-    allocates no cell and no function ``__dict__`` (issue 16). ``__wrapped__`` is the
-    caller's work (relocation hands it back)."""
+    allocates no cell and no function ``__dict__`` (issue 16). What only the execution
+    turn needs (the snapshot wrapper and its gates) is made when the turn is placed, so
+    a queued message keeps no more than this object alive beside its handle.
+    ``__wrapped__`` is the caller's work (relocation hands it back)."""
 
-    __slots__ = ("__wrapped__", "gates", "spot", "wrapped")
+    __slots__ = ("__wrapped__", "queue", "route", "spot")
 
-    def __init__(self, spot: ZLinkSerialExecutionQueue, wrapped: Work,
-                 gates: tuple[object, ...], work: Work) -> None:
+    def __init__(self, spot: ZLinkSerialExecutionQueue, queue: ZLinkSerialExecutionQueue,
+                 route: ActorStateCell, work: Work) -> None:
         self.spot = spot
-        self.wrapped = wrapped
-        self.gates = gates
+        self.queue = queue
+        self.route = route
         self.__wrapped__ = work
 
     def __call__(self) -> TurnHold:
-        return TurnHold(transfer(self.spot, self.wrapped, self.gates))
+        spot = self.spot
+        gates = (queue_place(spot), queue_place(self.queue))  # the Spot gate, the claim
+        return TurnHold(transfer(spot, with_snapshot(self.route, self.__wrapped__), gates))
 
 
 class ZLinkSpotSerialExecutor(Coordinator):
@@ -217,17 +221,17 @@ class ZLinkSpotSerialExecutor(Coordinator):
         route = self._routes.get(actor_id)
         if route is None or (queue := route.queue) is None:
             route, queue = self._lane.run(partial(self._actor_route, actor_id))
-        wrapped = with_snapshot(route, work)
         if not self._wide:
+            wrapped = with_snapshot(route, work)
             if payload:
                 return queue.enqueue_with_payload_bytes(wrapped, payload)
             return queue.enqueue(wrapped)  # the same admission, one call shorter
         spot = self._spot
-        gate, claim = queue_place(spot), queue_place(queue)
-        turn = _SpotWideTurn(spot, wrapped, (gate, claim), work)
+        turn = _SpotWideTurn(spot, queue, route, work)
         handle = (queue.enqueue_with_payload_bytes(turn, payload) if payload
                   else queue.enqueue(turn))
-        widen(handle, (claim, gate))  # a failure is reported once, by the Spot queue
+        # The claim, then the Spot gate; a failure is reported once, by the Spot queue.
+        widen(handle, (queue_place(queue), queue_place(spot)))
         return handle
 
     def execute_timer(self, timer_name: str, work: Work) -> ZLinkWorkHandle[Any]:
