@@ -323,10 +323,15 @@ class DrainingQueue:
             continue
 
     def _held_done(self, rec: ZLinkWorkHandle[Any], target: ZLinkWorkHandle[Any]) -> None:
-        """The work ``rec``'s turn was held for ended: end ``rec`` the same way and take
-        the drain role back."""
+        """The work ``rec``'s turn was held for ended (a posted callback): end ``rec``
+        the same way and take the drain role back."""
         if _checks.ON:
             require_loop(self._rt, "held_done")
+        self._hold_ended(rec, target)
+
+    def _hold_ended(self, rec: ZLinkWorkHandle[Any], target: ZLinkWorkHandle[Any]) -> None:
+        """``_held_done`` without its SE-8.1 check, for the drain that ended ``target``
+        on the loop thread (``_ended``)."""
         outcome, value = target._outcome, target._value
         nxt = self._run_turns(rec, outcome, value)
         if nxt is not None:
@@ -385,7 +390,7 @@ class DrainingQueue:
             self._after_end()
         if parked is not None:
             drain, held = parked
-            cast(DrainingQueue, drain)._held_done(held, rec)
+            cast(DrainingQueue, drain)._hold_ended(held, rec)
 
     def _after_end(self) -> None:
         """A work ended: wake waiters whose condition now holds, tell the scope."""

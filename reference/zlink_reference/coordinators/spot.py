@@ -38,6 +38,7 @@ from zlink_model.queue import RUNNING, Observer, WorkRecord
 from .._shell import (
     ErrorHook,
     EventLoop,
+    QueueRuntime,
     QueueStatistics,
     ScopeQueue,
     TurnHold,
@@ -45,13 +46,19 @@ from .._shell import (
     ZLinkClock,
     ZLinkSerialExecutionQueue,
     ZLinkWorkHandle,
+    admit_record,
     queue_place,
     take_queued,
     transfer,
     widen,
 )
 from ._base import Coordinator, check_id, check_payload, check_work
-from .snapshot import ActorRegistry, ActorStateCell, ActorStateSnapshot, with_snapshot
+from .snapshot import (
+    ActorMessage,
+    ActorRegistry,
+    ActorStateCell,
+    ActorStateSnapshot,
+)
 
 __all__ = [
     "ZLinkPendingWork",
@@ -107,15 +114,17 @@ class _SpotWideTurn:
     """The Actor queue's work for one SpotWide message: on the Actor queue's turn, place
     the execution turn on the Spot queue and keep the claim (the Actor queue's turn)
     until it ends (SE-4.5, SE-4.6). A slotted object rather than a closure, so a message
-    allocates no cell and no function ``__dict__`` (issue 16). What only the execution
-    turn needs (the snapshot wrapper and its gates) is made when the turn is placed, so
-    a queued message keeps no more than this object alive beside its handle.
-    ``__wrapped__`` is the caller's work (relocation hands it back)."""
+    allocates no cell and no function ``__dict__`` (issue 16). The execution turn, an
+    ``ActorMessage`` of the Spot queue that takes the snapshot as it starts (SE-7), is
+    made when it is placed, so a queued message keeps no more than this object alive
+    beside its handle. ``__wrapped__`` is the caller's work (relocation hands it
+    back)."""
 
-    __slots__ = ("__wrapped__", "queue", "route", "spot")
+    __slots__ = ("__wrapped__", "queue", "route", "rt", "spot")
 
-    def __init__(self, spot: ZLinkSerialExecutionQueue, queue: ZLinkSerialExecutionQueue,
-                 route: ActorStateCell, work: Work) -> None:
+    def __init__(self, rt: QueueRuntime, spot: ZLinkSerialExecutionQueue,
+                 queue: ZLinkSerialExecutionQueue, route: ActorStateCell, work: Work) -> None:
+        self.rt = rt
         self.spot = spot
         self.queue = queue
         self.route = route
@@ -123,8 +132,10 @@ class _SpotWideTurn:
 
     def __call__(self) -> TurnHold:
         spot = self.spot
-        gates = (queue_place(spot), queue_place(self.queue))  # the Spot gate, the claim
-        return TurnHold(transfer(spot, with_snapshot(self.route, self.__wrapped__), gates))
+        gate = queue_place(spot)
+        execution = ActorMessage(self.rt, gate, self.route, self.__wrapped__)
+        transfer(spot, execution, (gate, queue_place(self.queue)))  # the gate, the claim
+        return TurnHold(execution)
 
 
 class ZLinkSpotSerialExecutor(Coordinator):
@@ -222,12 +233,11 @@ class ZLinkSpotSerialExecutor(Coordinator):
         if route is None or (queue := route.queue) is None:
             route, queue = self._lane.run(partial(self._actor_route, actor_id))
         if not self._wide:
-            wrapped = with_snapshot(route, work)
-            if payload:
-                return queue.enqueue_with_payload_bytes(wrapped, payload)
-            return queue.enqueue(wrapped)  # the same admission, one call shorter
+            message = ActorMessage(self._rt, queue_place(queue), route, work)
+            admit_record(queue, message, payload)
+            return message
         spot = self._spot
-        turn = _SpotWideTurn(spot, queue, route, work)
+        turn = _SpotWideTurn(self._rt, spot, queue, route, work)
         handle = (queue.enqueue_with_payload_bytes(turn, payload) if payload
                   else queue.enqueue(turn))
         # The claim, then the Spot gate; a failure is reported once, by the Spot queue.
@@ -318,8 +328,11 @@ class ZLinkSpotSerialExecutor(Coordinator):
                 return []
             fixed = q.policy.fixed_work_byte_cost
             out = []
-            for rec, work in take_queued(q):
-                out.append(ZLinkPendingWork(actor_id, work, rec.nbytes - fixed, rec))
+            for rec, taken in take_queued(q):
+                # An Actor message's work is the shared runner: hand back the caller's.
+                caller = rec.__wrapped__ if isinstance(rec, ActorMessage) else None
+                out.append(ZLinkPendingWork(actor_id, caller or taken,
+                                            rec.nbytes - fixed, rec))
             return out
 
         return self._lane.run(take)
