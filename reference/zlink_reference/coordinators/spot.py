@@ -47,6 +47,7 @@ from .._shell import (
     ZLinkSerialExecutionQueue,
     ZLinkWorkHandle,
     admit_record,
+    current_work,
     queue_place,
     take_queued,
     transfer,
@@ -132,9 +133,14 @@ class _SpotWideTurn:
 
     def __call__(self) -> TurnHold:
         spot = self.spot
-        gate = queue_place(spot)
+        gate, claim = queue_place(spot), queue_place(self.queue)
+        # From its turn on, the Actor record (the work holding the turn) is the claim of
+        # the execution turn and needs the Spot gate too (SE-8.2); a failure is reported
+        # once, by the Spot queue. Queued, it needs only its own turn, the claim: every
+        # work holding the Spot gate is of the same Spot, whose waits raise anyway.
+        widen(cast(ZLinkWorkHandle[Any], current_work()), (claim, gate))
         execution = ActorMessage(self.rt, gate, self.route, self.__wrapped__)
-        transfer(spot, execution, (gate, queue_place(self.queue)))  # the gate, the claim
+        transfer(spot, execution, (gate, claim))
         return TurnHold(execution)
 
 
@@ -238,11 +244,9 @@ class ZLinkSpotSerialExecutor(Coordinator):
             return message
         spot = self._spot
         turn = _SpotWideTurn(self._rt, spot, queue, route, work)
-        handle = (queue.enqueue_with_payload_bytes(turn, payload) if payload
-                  else queue.enqueue(turn))
-        # The claim, then the Spot gate; a failure is reported once, by the Spot queue.
-        widen(handle, (queue_place(queue), queue_place(spot)))
-        return handle
+        if payload:
+            return queue.enqueue_with_payload_bytes(turn, payload)
+        return queue.enqueue(turn)
 
     def execute_timer(self, timer_name: str, work: Work) -> ZLinkWorkHandle[Any]:
         """Run a timer callback: on its own timer queue (PerActor, Entry), or straight
