@@ -47,6 +47,7 @@ __all__ = [
     "ZLinkWorkHandle",
     "ZombieInfo",
     "accept_held",
+    "admit_record",
     "cancel_unplaced",
     "checks",
     "current_work",
@@ -85,12 +86,24 @@ def queue_place(queue: ZLinkSerialExecutionQueue) -> QueuePlace:
     return queue._core
 
 
-def transfer(queue: ZLinkSerialExecutionQueue, work: Work,
-             gates: tuple[object, ...]) -> ZLinkWorkHandle[Any]:
-    """Place an execution turn of already-accepted work on ``queue`` (SpotWide,
+def admit_record(queue: ZLinkSerialExecutionQueue, rec: ZLinkWorkHandle[Any],
+                 payload_bytes: int) -> None:
+    """Admit ``rec`` into ``queue`` as ``enqueue_with_payload_bytes`` admits a work:
+    ``rec`` is a handle made for ``queue`` (with its runtime and ``queue_place``) by a
+    coordinator whose messages are handles that run their own work (SE-7: an Actor
+    message reads its snapshot as it starts). ``payload_bytes`` is checked already.
+    Raises as ``enqueue`` does when refused (nothing is inserted)."""
+    queue._admit_record(rec, payload_bytes)
+
+
+def transfer(queue: ZLinkSerialExecutionQueue, rec: ZLinkWorkHandle[Any],
+             gates: tuple[object, ...]) -> None:
+    """Place ``rec``, an execution turn of already-accepted work, on ``queue`` (SpotWide,
     SE-4.5): never refused, it needs the turns and claims ``gates`` (queue places,
-    ``queue_place``)."""
-    return queue._transfer(work, gates)
+    ``queue_place``). ``rec`` is a handle made for ``queue`` (with its runtime and
+    ``queue_place``) by the coordinator: an Actor message, which reads its snapshot as
+    it starts (SE-7)."""
+    queue._transfer(rec, gates)
 
 
 def widen(handle: ZLinkWorkHandle[Any], gates: tuple[object, ...]) -> None:

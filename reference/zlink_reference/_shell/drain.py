@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from functools import partial
 from types import CoroutineType
 from typing import Any, Final, cast
 
@@ -36,7 +35,7 @@ from zlink_model.queue import (
 from . import checks as _checks
 from .checks import require_loop
 from .context import async_current
-from .handle import TurnHold, Work, ZLinkWorkHandle
+from .handle import PENDING, TurnHold, Work, ZLinkWorkHandle
 from .loop import QueueRuntime, thread_state
 from .scope import record_zombie_failure
 
@@ -242,7 +241,7 @@ class DrainingQueue:
                     if self._aux is not None:
                         self._after_end()
                 else:
-                    self._ended(prev, outcome, value)
+                    self._ended(prev, outcome, value, True)
                 prev = None
             if step is None:
                 if core.drain_scheduled:
@@ -319,10 +318,13 @@ class DrainingQueue:
             # A work (a record, or a plain one promoted above) returned a TurnHold or an
             # awaitable.
             if type(result) is TurnHold:
-                # The drain parks with ``rec`` holding the turn (SE-4.6).
+                # The drain parks with ``rec`` holding the turn (SE-4.6); it goes on when
+                # the held work ends (``_ended``).
                 held = result.handle
-                held.add_done_callback(partial(self._held_done, rec))
-                held._extra().claim_holder = partial(self._claim_survives, rec)
+                if held._outcome != PENDING:
+                    self._rt.loop.call_soon(self._held_done, rec, held)
+                else:
+                    held._extra().parked = (self, rec)
                 return None
             if steps is None:
                 return rec, result  # the caller makes a drive task for it
@@ -339,10 +341,15 @@ class DrainingQueue:
             continue
 
     def _held_done(self, rec: ZLinkWorkHandle[Any], target: ZLinkWorkHandle[Any]) -> None:
-        """The work ``rec``'s turn was held for ended: end ``rec`` the same way and take
-        the drain role back."""
+        """The work ``rec``'s turn was held for ended (a posted callback): end ``rec``
+        the same way and take the drain role back."""
         if _checks.ON:
             require_loop(self._rt, "held_done")
+        self._hold_ended(rec, target)
+
+    def _hold_ended(self, rec: ZLinkWorkHandle[Any], target: ZLinkWorkHandle[Any]) -> None:
+        """``_held_done`` without its SE-8.1 check, for the drain that ended ``target``
+        on the loop thread (``_ended``)."""
         outcome, value = target._outcome, target._value
         nxt = self._run_turns(rec, outcome, value)
         if nxt is not None:
@@ -378,9 +385,20 @@ class DrainingQueue:
         self._ended(rec, outcome, value)
         self._rt.loop.call_soon(self._continue)
 
-    def _ended(self, rec: ZLinkWorkHandle[Any], outcome: int, value: Any) -> None:
+    def _ended(self, rec: ZLinkWorkHandle[Any], outcome: int, value: Any,
+               hand_on: bool = False) -> None:
+        """``rec``'s turn ended: settle it, report a failure, wake waiters. With
+        ``hand_on`` (the drain loop ended it and the core gave this queue's turn to the
+        next step, so the drain role stays here), a drain parked on ``rec`` (a
+        ``TurnHold``: a SpotWide Actor queue's claim, SE-4.6) goes on here and now
+        instead of in a posted callback: the Actor queue's next work places its
+        execution turn while this queue still drains. Otherwise ``_settle`` posts it."""
+        aux = rec._aux
+        parked = None
+        if hand_on and aux is not None and aux.parked is not None and self._core.draining:
+            parked, aux.parked = aux.parked, None
         rec._settle(outcome, value)
-        if outcome == FAILED and not (rec._aux is not None and rec._aux.quiet):
+        if outcome == FAILED and not (aux is not None and aux.quiet):
             exc = cast(BaseException, value)
             if rec.zombie:
                 # kept for await_after_cancellation (SD-3)
@@ -388,6 +406,9 @@ class DrainingQueue:
             self._report(rec, exc)
         if self._aux is not None:
             self._after_end()
+        if parked is not None:
+            drain, held = parked
+            cast(DrainingQueue, drain)._hold_ended(held, rec)
 
     def _after_end(self) -> None:
         """A work ended: wake waiters whose condition now holds, tell the scope."""

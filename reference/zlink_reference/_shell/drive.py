@@ -251,8 +251,9 @@ class DrivenQueue(DrainingQueue):
                 # A SpotWide Actor work is one work: its record on the Actor queue, which
                 # holds the claim for this execution turn, is a zombie with it (D-21).
                 aux = rec._aux
-                if aux is not None and aux.claim_holder is not None:
-                    aux.claim_holder()
+                if aux is not None and aux.parked is not None:
+                    drain, held = aux.parked
+                    cast(DrainingQueue, drain)._claim_survives(held)
 
         self._rt.loop.call_soon(check)
 

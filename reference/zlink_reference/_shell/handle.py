@@ -64,8 +64,8 @@ class QueuePlace(Protocol):
 class _HandleAux:
     """The parts of a handle most works never need, allocated on first use."""
 
-    __slots__ = ("awaiting", "callbacks", "claim_holder", "gates", "label", "permit",
-                 "quiet", "waiters")
+    __slots__ = ("awaiting", "callbacks", "gates", "label", "parked", "permit", "quiet",
+                 "waiters")
 
     def __init__(self) -> None:
         self.quiet = False
@@ -77,10 +77,12 @@ class _HandleAux:
         self.permit: asyncio.Future[None] | None = None
         self.gates: tuple[object, ...] | None = None
         self.label = ""
-        # Called if this work outlives its cancellation (SD-3a): the drain parked on it
-        # (a SpotWide Actor queue's, whose held turn is the Actor's claim, SE-4.6) makes
-        # the record holding that claim a zombie too (D-21).
-        self.claim_holder: Callable[[], None] | None = None
+        # The drain parked on this work (a ``TurnHold``): the queue whose turn is held
+        # and its record holding it (a SpotWide Actor queue's, whose held turn is the
+        # Actor's claim, SE-4.6). When this work ends, that drain goes on; should this
+        # work outlive its cancellation (SD-3a), that record is a zombie too (D-21).
+        # The queue is typed loosely: the drain room sits above this one.
+        self.parked: tuple[Any, ZLinkWorkHandle[Any]] | None = None
 
 
 class ZLinkWorkHandle(WorkRecord, Generic[T]):
@@ -245,6 +247,12 @@ class ZLinkWorkHandle(WorkRecord, Generic[T]):
             for fut in waiters or ():
                 if not fut.done():
                     fut.set_result(None)
+            if aux.parked is not None:
+                # The drain parked on this work goes on in a posted callback, unless
+                # the drain that ended this work took it over already (drain._ended).
+                drain, held = aux.parked
+                aux.parked = None
+                self._rt.loop.call_soon(drain._held_done, held, self)
             if aux.callbacks is not None:
                 loop = self._rt.loop
                 for cb in aux.callbacks:

@@ -245,16 +245,27 @@ class ZLinkSerialExecutionQueue(DrivenQueue, ScopeSurface):
             rt.loop.call_soon(self._drain)
         return rec
 
-    def _transfer(self, work: Work, gates: tuple[object, ...]) -> ZLinkWorkHandle[Any]:
-        """Place an execution turn of already-accepted work (SpotWide, SE-4.5). Called
-        on the loop thread by the coordinator."""
-        if _checks.ON:
-            require_loop(self._rt, "transfer")
-        rec: ZLinkWorkHandle[Any] = ZLinkWorkHandle(self._rt, self._core, work)
+    def _admit_record(self, rec: ZLinkWorkHandle[Any], payload: int) -> None:
+        """Admit ``rec``, a handle a coordinator made for this queue (a subclass that is
+        its own work: an Actor message, SE-7), as application work reserving ``payload``
+        (checked by the caller) plus the fixed cost: the admission of
+        ``enqueue_with_payload_bytes``. Called on the loop thread."""
+        rt = self._rt
+        if get_ident() != rt.thread_id:
+            require_loop(rt, "admit_record")
+        if self._core.admit(rec, APPLICATION_LANE, payload, False):
+            rt.loop.call_soon(self._drain)
+
+    def _transfer(self, rec: ZLinkWorkHandle[Any], gates: tuple[object, ...]) -> None:
+        """Place ``rec``, the execution turn of already-accepted work, made for this
+        queue by the coordinator (SpotWide, SE-4.5), needing ``gates``. Called on the
+        loop thread by the coordinator (the thread test first: it is the cheap one)."""
+        rt = self._rt
+        if _checks.ON and get_ident() != rt.thread_id:
+            require_loop(rt, "transfer")
         rec._gates = gates
         if self._core.transfer(rec):
-            self._rt.loop.call_soon(self._drain)
-        return rec
+            rt.loop.call_soon(self._drain)
 
     def _take_queued(self) -> list[tuple[ZLinkWorkHandle[Any], Work]]:
         """Take every never-started work out of the lines, in line order; their handles

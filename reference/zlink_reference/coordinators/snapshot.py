@@ -13,13 +13,18 @@ import contextvars
 import dataclasses
 import types
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Generic, TypeVar
+from typing import Any, Final, Generic, TypeVar, cast
+
+from .._shell import QueuePlace, QueueRuntime, ZLinkWorkHandle, current_work
 
 __all__ = [
+    "ActorMessage",
     "ActorRegistry",
     "ActorStateCell",
     "ActorStateSnapshot",
     "current_snapshot",
+    "run_message",
+    "run_with",
     "with_snapshot",
 ]
 
@@ -117,14 +122,34 @@ def _unregistered(actor_id: str) -> ActorStateSnapshot:
 
 
 _EMPTY: Mapping[str, Any] = types.MappingProxyType({})
-_current: contextvars.ContextVar[ActorStateSnapshot | None] = contextvars.ContextVar(
+# Final: bound once, so the compiled build reads it without a module lookup.
+_current: Final[contextvars.ContextVar[ActorStateSnapshot | None]] = contextvars.ContextVar(
     "zlink_snapshot", default=None
 )
 
 
 def current_snapshot() -> ActorStateSnapshot | None:
-    """The snapshot taken for the message whose work is running here, or None."""
+    """The snapshot taken for the message whose work is running here, or None. An
+    ``ActorMessage`` on its turn keeps the snapshot it took when it started; any other
+    message's work (a wrapped one, an async one's task) finds it in a context
+    variable."""
+    message = current_work()
+    if type(message) is ActorMessage and message.snapshot is not None:
+        return message.snapshot
     return _current.get()
+
+
+def run_with(snap: ActorStateSnapshot, work: Callable[[], Any]) -> Any:
+    """Run ``work`` with ``snap`` as its snapshot, synchronous or async: the one step
+    every Actor message takes when it starts (SE-7)."""
+    token = _current.set(snap)
+    try:
+        result = work()
+    finally:
+        _current.reset(token)
+    if result is not None and hasattr(result, "__await__"):
+        return _await_with(snap, result)
+    return result
 
 
 class with_snapshot:  # noqa: N801 - used like a function
@@ -139,15 +164,45 @@ class with_snapshot:  # noqa: N801 - used like a function
         self.__wrapped__ = work
 
     def __call__(self) -> Any:
-        snap = self._read()
-        token = _current.set(snap)
-        try:
-            result = self.__wrapped__()
-        finally:
-            _current.reset(token)
-        if result is not None and hasattr(result, "__await__"):
-            return _await_with(snap, result)
-        return result
+        return run_with(self._read(), self.__wrapped__)
+
+
+class ActorMessage(ZLinkWorkHandle[Any]):
+    """One Actor message on the queue that runs it: its Actor's own queue (PerActor,
+    Entry; the handle the caller gets) or the Spot queue (a SpotWide execution turn,
+    SE-4.5). It keeps the caller's work, the Actor's cell and, once it started, the
+    snapshot it took. Its work, the one the queue runs, is ``run_message``, one function shared by
+    every message, so a queued message is one object instead of a handle and a
+    wrapper (fewer objects alive per queued message, fewer collector passes), and
+    ``current_snapshot()`` finds the snapshot on the message holding the turn, with no
+    context variable set and reset per message. Admitted with ``admit_record``.
+    ``__wrapped__`` is the caller's work until the message starts (relocation hands it
+    back)."""
+
+    __slots__ = ("__wrapped__", "_read", "snapshot")
+
+    def __init__(self, rt: QueueRuntime, place: QueuePlace,
+                 read: Callable[[], ActorStateSnapshot], work: Callable[[], Any]) -> None:
+        ZLinkWorkHandle.__init__(self, rt, place, run_message)
+        self._read = read
+        self.__wrapped__: Callable[[], Any] | None = work
+        self.snapshot: ActorStateSnapshot | None = None  # taken when it starts (SE-7)
+
+
+def run_message() -> Any:
+    """The work of every ``ActorMessage``: the queue runs it on the message's turn, so
+    the message is the work holding the turn (``current_work()``). Take its Actor's
+    snapshot now, as it starts, and run the caller's work (SE-7); an async work's task
+    gets the snapshot in its context, as with ``run_with``."""
+    message = cast(ActorMessage, current_work())
+    work = message.__wrapped__
+    message.__wrapped__ = None  # started: the handle no longer keeps the work alive
+    assert work is not None, "an Actor message runs once"
+    snap = message.snapshot = message._read()
+    result = work()
+    if result is not None and hasattr(result, "__await__"):
+        return _await_with(snap, result)
+    return result
 
 
 async def _await_with(snap: ActorStateSnapshot, aw: Awaitable[Any]) -> Any:

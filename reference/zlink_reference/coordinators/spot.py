@@ -38,6 +38,7 @@ from zlink_model.queue import RUNNING, Observer, WorkRecord
 from .._shell import (
     ErrorHook,
     EventLoop,
+    QueueRuntime,
     QueueStatistics,
     ScopeQueue,
     TurnHold,
@@ -45,13 +46,20 @@ from .._shell import (
     ZLinkClock,
     ZLinkSerialExecutionQueue,
     ZLinkWorkHandle,
+    admit_record,
+    current_work,
     queue_place,
     take_queued,
     transfer,
     widen,
 )
 from ._base import Coordinator, check_id, check_payload, check_work
-from .snapshot import ActorRegistry, ActorStateCell, ActorStateSnapshot, with_snapshot
+from .snapshot import (
+    ActorMessage,
+    ActorRegistry,
+    ActorStateCell,
+    ActorStateSnapshot,
+)
 
 __all__ = [
     "ZLinkPendingWork",
@@ -107,20 +115,33 @@ class _SpotWideTurn:
     """The Actor queue's work for one SpotWide message: on the Actor queue's turn, place
     the execution turn on the Spot queue and keep the claim (the Actor queue's turn)
     until it ends (SE-4.5, SE-4.6). A slotted object rather than a closure, so a message
-    allocates no cell and no function ``__dict__`` (issue 16). ``__wrapped__`` is the
-    caller's work (relocation hands it back)."""
+    allocates no cell and no function ``__dict__`` (issue 16). The execution turn, an
+    ``ActorMessage`` of the Spot queue that takes the snapshot as it starts (SE-7), is
+    made when it is placed, so a queued message keeps no more than this object alive
+    beside its handle. ``__wrapped__`` is the caller's work (relocation hands it
+    back)."""
 
-    __slots__ = ("__wrapped__", "gates", "spot", "wrapped")
+    __slots__ = ("__wrapped__", "queue", "route", "rt", "spot")
 
-    def __init__(self, spot: ZLinkSerialExecutionQueue, wrapped: Work,
-                 gates: tuple[object, ...], work: Work) -> None:
+    def __init__(self, rt: QueueRuntime, spot: ZLinkSerialExecutionQueue,
+                 queue: ZLinkSerialExecutionQueue, route: ActorStateCell, work: Work) -> None:
+        self.rt = rt
         self.spot = spot
-        self.wrapped = wrapped
-        self.gates = gates
+        self.queue = queue
+        self.route = route
         self.__wrapped__ = work
 
     def __call__(self) -> TurnHold:
-        return TurnHold(transfer(self.spot, self.wrapped, self.gates))
+        spot = self.spot
+        gate, claim = queue_place(spot), queue_place(self.queue)
+        # From its turn on, the Actor record (the work holding the turn) is the claim of
+        # the execution turn and needs the Spot gate too (SE-8.2); a failure is reported
+        # once, by the Spot queue. Queued, it needs only its own turn, the claim: every
+        # work holding the Spot gate is of the same Spot, whose waits raise anyway.
+        widen(cast(ZLinkWorkHandle[Any], current_work()), (claim, gate))
+        execution = ActorMessage(self.rt, gate, self.route, self.__wrapped__)
+        transfer(spot, execution, (gate, claim))
+        return TurnHold(execution)
 
 
 class ZLinkSpotSerialExecutor(Coordinator):
@@ -217,18 +238,15 @@ class ZLinkSpotSerialExecutor(Coordinator):
         route = self._routes.get(actor_id)
         if route is None or (queue := route.queue) is None:
             route, queue = self._lane.run(partial(self._actor_route, actor_id))
-        wrapped = with_snapshot(route, work)
         if not self._wide:
-            if payload:
-                return queue.enqueue_with_payload_bytes(wrapped, payload)
-            return queue.enqueue(wrapped)  # the same admission, one call shorter
+            message = ActorMessage(self._rt, queue_place(queue), route, work)
+            admit_record(queue, message, payload)
+            return message
         spot = self._spot
-        gate, claim = queue_place(spot), queue_place(queue)
-        turn = _SpotWideTurn(spot, wrapped, (gate, claim), work)
-        handle = (queue.enqueue_with_payload_bytes(turn, payload) if payload
-                  else queue.enqueue(turn))
-        widen(handle, (claim, gate))  # a failure is reported once, by the Spot queue
-        return handle
+        turn = _SpotWideTurn(self._rt, spot, queue, route, work)
+        if payload:
+            return queue.enqueue_with_payload_bytes(turn, payload)
+        return queue.enqueue(turn)
 
     def execute_timer(self, timer_name: str, work: Work) -> ZLinkWorkHandle[Any]:
         """Run a timer callback: on its own timer queue (PerActor, Entry), or straight
@@ -314,8 +332,11 @@ class ZLinkSpotSerialExecutor(Coordinator):
                 return []
             fixed = q.policy.fixed_work_byte_cost
             out = []
-            for rec, work in take_queued(q):
-                out.append(ZLinkPendingWork(actor_id, work, rec.nbytes - fixed, rec))
+            for rec, taken in take_queued(q):
+                # An Actor message's work is the shared runner: hand back the caller's.
+                caller = rec.__wrapped__ if isinstance(rec, ActorMessage) else None
+                out.append(ZLinkPendingWork(actor_id, caller or taken,
+                                            rec.nbytes - fixed, rec))
             return out
 
         return self._lane.run(take)

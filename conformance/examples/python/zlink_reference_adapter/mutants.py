@@ -177,15 +177,18 @@ def _drain_on_submitter_stack() -> None:
     def patched_enqueue(self: Any, work: Any) -> Any:
         return patched_submit(self, work, 0, 0, False)
 
-    def patched_transfer(self: Any, work: Any, gates: tuple[object, ...]) -> Any:
-        rec: Any = ZLinkWorkHandle(self._rt, self._core, work)
+    def patched_admit_record(self: Any, rec: Any, payload: int) -> None:
+        if self._core.admit(rec, 0, payload, False):
+            self._drain()  # the same bug on an Actor message's admission
+
+    def patched_transfer(self: Any, rec: Any, gates: tuple[object, ...]) -> None:
         rec._gates = gates
         if self._core.transfer(rec):
             self._drain()  # the same bug on the SpotWide Actor path's second stage
-        return rec
 
     ZLinkSerialExecutionQueue._submit = patched_submit  # type: ignore[method-assign]
     ZLinkSerialExecutionQueue.enqueue = patched_enqueue  # type: ignore[method-assign]
+    ZLinkSerialExecutionQueue._admit_record = patched_admit_record  # type: ignore[method-assign]
     ZLinkSerialExecutionQueue._transfer = patched_transfer  # type: ignore[method-assign]
 
 
@@ -423,15 +426,15 @@ def _snapshot_reads_live_state() -> None:
         def __getattr__(self, name: str) -> Any:
             return getattr(self._read(), name)
 
-    original = snapshot.with_snapshot
+    # Every message takes its snapshot by calling its Actor's cell (a wrapped work
+    # through ``with_snapshot``, an ``ActorMessage`` in ``run_message``): the bug hands
+    # it a view that reads the cell again at every use.
+    original = snapshot.ActorStateCell.__call__
 
-    def patched(read: Any, work: Any) -> Any:
-        return original(lambda: Live(read), work)  # type: ignore[arg-type,return-value]
+    def patched(cell: Any) -> Any:
+        return Live(lambda: original(cell))
 
-    from zlink_reference.coordinators import actor
-
-    for module in (snapshot, _spot_module(), actor):
-        setattr(module, "with_snapshot", patched)  # noqa: B010 (a patch, not a set)
+    snapshot.ActorStateCell.__call__ = patched  # type: ignore[method-assign,assignment]
 
 
 @mutant("reentrancy_check_off", "SE-8.2", "NoSelfWait",
