@@ -161,3 +161,35 @@ def test_an_empty_cache_starts_the_longest_step_first_by_its_typical_cost() -> N
     # A time the cache kept wins over the typical cost.
     kept = [s.name for s in verify.start_order(chosen, {"lint": 1000.0})]
     assert kept[:2] == ["lint", "tests"]
+
+
+COPY_LOG = """\
+201 openat(AT_FDCWD</r>, "/.zlink-test-file/tests/test_p.py", O_RDONLY) = -1 ENOENT (x)
+201 openat(AT_FDCWD</r>, "/.zlink-copy//tmp/c/source", O_RDONLY) = -1 ENOENT (x)
+201 openat(AT_FDCWD</r>, "/r", O_RDONLY|O_CLOEXEC|O_DIRECTORY) = 3</r>
+201 openat(AT_FDCWD</r>, "/r/docs", O_RDONLY|O_CLOEXEC|O_DIRECTORY) = 4</r/docs>
+201 openat(AT_FDCWD</r>, "/r/docs/guide.md", O_RDONLY|O_CLOEXEC) = 5</r/docs/guide.md>
+201 openat(AT_FDCWD</r>, "/tmp/c/source/docs/guide.md", O_WRONLY|O_CREAT, 0666) = 6</tmp/c/x>
+201 openat(AT_FDCWD</r>, "/r/docs/shipped.md", O_RDONLY|O_CLOEXEC) = 5</r/docs/shipped.md>
+201 openat(AT_FDCWD</r>, "/r/tool/LICENSE", O_RDONLY|O_CLOEXEC) = 5</r/LICENSE>
+201 openat(AT_FDCWD</r>, "/r/tool/m.py", O_RDONLY|O_CLOEXEC) = 5</r/tool/m.py>
+201 openat(AT_FDCWD</r>, "/.zlink-copy/", O_RDONLY) = -1 ENOENT (x)
+201 clone3({flags=CLONE_VM, exit_signal=SIGCHLD}, 88) = 202
+202 openat(AT_FDCWD</tmp/c/source/tool>, "LICENSE", O_RDONLY) = 3</tmp/c/source/tool/LICENSE>
+202 openat(AT_FDCWD</tmp/c/source>, "docs/shipped.md", O_RDONLY) = 4</tmp/c/source/docs/shipped.md>
+202 openat(AT_FDCWD</tmp/c/source/tool>, "__pycache__/m.cpython-311.pyc", O_RDONLY) = 5
+202 openat(AT_FDCWD</tmp/c/source>, "build/lib/m.py", O_RDONLY) = 6</tmp/c/source/build/lib/m.py>
+202 openat(AT_FDCWD</tmp/c/source>, "docs", O_RDONLY|O_DIRECTORY) = 7</tmp/c/source/docs>
+"""
+
+
+def test_a_copy_of_the_checkout_stands_for_the_files_read_from_it() -> None:
+    # pid 201 copies the checkout into /tmp/c/source (marked), then its child 202 reads
+    # from the copy: a file taken through a symlink, a guide, a compiled module, build
+    # output the copy did not come with, and a folder.
+    files = read_trace(Path("/r"), COPY_LOG).per_file["tests/test_p.py"]
+    # What the copy's readers opened, as the checkout's files: not docs/guide.md, only
+    # copied; the link by the path the copy named; the source a .pyc stands for.
+    assert files.files == {"docs/shipped.md", "tool/LICENSE", "tool/m.py"}
+    # The copy's tree is an input (a file added to a copied folder counts).
+    assert files.folders == {"docs"}
