@@ -59,7 +59,10 @@ def test_j1_runs_the_steps_one_after_the_other_in_the_listed_order(
 
 
 def test_jN_never_uses_more_than_N_cores_and_does_use_them(
-        fake_steps: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        fake_steps: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # The wide step the longest: it starts first, on every core.
+    monkeypatch.setitem(verify.TYPICAL_SECONDS, "wide", 1000.0)
     assert main(["verify", "-j", "3", "--no-cache"]) == 0
     spans = _spans(fake_steps)
     width = {"a": 1, "b": 1, "c": 1, "d": 1, "wide": 3}
@@ -70,6 +73,46 @@ def test_jN_never_uses_more_than_N_cores_and_does_use_them(
     out = capsys.readouterr().out
     # One display: a start line and an end line per step, then the same summary table.
     assert out.count("[start]") == 5 and "step         result" in out
+
+
+def test_a_wide_step_starts_on_the_cores_free_rather_than_leave_one_idle(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    log = tmp_path / "spans.jsonl"
+    fake = [_sleeper("long", log, 1.2), _sleeper("wide", log, 0.4, spread="tlc")]
+    monkeypatch.setattr(verify, "steps", lambda deep=False: fake)
+    monkeypatch.setitem(verify.TYPICAL_SECONDS, "long", 1000.0)
+    assert main(["verify", "-j", "2", "--no-cache"]) == 0
+    spans = {s[0]: s for s in _spans(log)}
+    # The one core "long" leaves goes to "wide" at once, as one worker.
+    assert spans["wide"][1] < spans["long"][2] and spans["wide"][3] == ["--workers", "1"]
+
+
+def _handing_back(name: str, log: Path, after: float, seconds: float) -> verify.Step:
+    """A wide step that says, ``after`` seconds in, that it needs one core less (as a
+    pytest step does when one of its workers has nothing left), then runs on."""
+    code = ("import json, os, sys, time; t0 = time.time(); time.sleep(float(sys.argv[2])); "
+            "freed = os.environ.get('ZLINK_CORES_FREED'); "
+            "freed and open(freed, 'a').write('1\\n'); "
+            "time.sleep(float(sys.argv[3])); "
+            "open(sys.argv[1], 'a').write(json.dumps([sys.argv[4], t0, time.time(), "
+            "sys.argv[5:]]) + '\\n')")
+    return verify.Step(name, "hands a core back", [sys.executable, "-c", code, str(log),
+                                                   str(after), str(seconds), name],
+                       spread="tlc", inputs="none")
+
+
+def test_a_core_a_step_hands_back_goes_to_the_next_step_before_the_step_ends(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    log = tmp_path / "spans.jsonl"
+    fake = [_handing_back("tail", log, 0.2, 1.5), _sleeper("next", log, 0.3)]
+    monkeypatch.setattr(verify, "steps", lambda deep=False: fake)
+    monkeypatch.setitem(verify.TYPICAL_SECONDS, "tail", 1000.0)
+    assert main(["verify", "-j", "2", "--no-cache"]) == 0
+    spans = {s[0]: s for s in _spans(log)}
+    assert spans["tail"][3] == ["--workers", "2"]
+    # "next" ran on the core "tail" handed back, while "tail" still ran: never more
+    # than two cores' worth (tail kept one).
+    assert spans["next"][2] < spans["tail"][2], "the core handed back stayed idle"
 
 
 def test_a_step_output_is_printed_whole_when_it_fails(
