@@ -161,6 +161,8 @@ LOG = """\
 104 openat(AT_FDCWD</r>, "tests/core", O_RDONLY|O_DIRECTORY) = 14</r/tests/core>
 104 openat(AT_FDCWD</r>, "/.zlink-test-file/tests/test_c.py", O_RDONLY) = -1 ENOENT (x)
 104 openat(AT_FDCWD</r>, "docs/c.md", O_RDONLY|O_CLOEXEC) = 11</r/docs/c.md>
+104 openat(AT_FDCWD</r>, "/tmp/t/tla2tools.jar", O_WRONLY|O_CREAT|O_TRUNC, 0666) = 18
+104 openat(AT_FDCWD</r>, "/tmp/t/tla2tools.jar", O_RDONLY) = 19</tmp/t/tla2tools.jar>
 """
 
 
@@ -188,6 +190,7 @@ def test_the_trace_reader_gives_each_test_file_what_carries_over_and_its_own_rea
     # Another worker's reads are not test_a's, nor test_a's child's reads test_c's; the
     # test modules and test folders collection reads are no other test file's input
     # (a test module read while a test runs is: tests/test_y.py for test_b).
+    # A jar the test wrote itself (a stand-in for TLC) is its output, not an input.
     assert trace.per_file["tests/test_c.py"].files == {"models/A.tla", "docs/c.md"}
     # Written files and the environment's are not inputs.
     assert "out/report.txt" not in trace.everything.files

@@ -27,7 +27,9 @@ time. Processes that never ran a test (pytest-xdist's controller) count for ever
 file. Collection's reads of test modules and test folders are not inputs of the other
 test files (``_other_test_module``). Files outside the checkout are the environment's
 (its digest is in the cache key), except a jar, kept by its absolute path: a check that
-ran TLC depends on the jar's bytes.
+ran TLC depends on the jar's bytes. A jar the traced processes wrote themselves before
+reading it (a test's stand-in for TLC in a temporary folder) is their own output, not
+an input: its bytes come from what the check read, and the folder is gone after it.
 
 A copy of the checkout (``/.zlink-copy/<folder>`` before it, ``/.zlink-copy/`` after
 it, on the copying thread) stands for the files of it that are read later, not for
@@ -127,16 +129,20 @@ def _inside(root: Path, path: Path, folder: bool) -> tuple[str, bool] | None:
     return rel.as_posix(), folder
 
 
-def _relative(root: Path, m: re.Match[str]) -> tuple[str, bool] | None:
+def _relative(root: Path, m: re.Match[str], made: set[Path] | None = None
+              ) -> tuple[str, bool] | None:
     """(checkout-relative path, is a folder) of one open call, or None if it does not
-    count (outside the checkout, written, a tool's cache)."""
-    if _written(m):
-        return None  # the check's own output
+    count (outside the checkout, written, a tool's cache). ``made``: the jars outside
+    the checkout the traced processes wrote (their own output)."""
     path = _opened(root, m)
+    if _written(m):
+        if made is not None and path.suffix == ".jar":
+            made.add(path)
+        return None  # the check's own output
     folder = "O_DIRECTORY" in (m.group("flags") or "")
     found = _inside(root, path, folder)
     if found is None and path.suffix == ".jar" and int(m.group("ret")) >= 0 \
-            and not path.is_relative_to(root):
+            and not path.is_relative_to(root) and path not in (made or set()):
         # Outside the checkout only a jar counts (TLC's, whose content the checks
         # that run TLC depend on); the rest is the environment's.
         return path.as_posix(), False
@@ -203,6 +209,7 @@ def read_trace(root: Path, log: str) -> Trace:
     marks = ((MARK_PREFIX, "mark"), (CARRY_PREFIX, "whose"), (USES_PREFIX, "uses"))
     copying: dict[int, _Copy] = {}  # per thread: the copy it is making
     copies: list[_Copy] = []
+    made: set[Path] = set()  # jars outside the checkout the traced processes wrote
     for pid, call in _joined(log.splitlines()):
         if spawn := _SPAWN.match(call):
             child = int(spawn.group("child"))
@@ -229,12 +236,12 @@ def read_trace(root: Path, log: str) -> Trace:
             taken = None if _written(m) else _inside(
                 root, _opened(root, m, real=False), "O_DIRECTORY" in (m.group("flags") or ""))
             if taken is not None:
-                made = copying[pid]
-                (made.folders if taken[1] else made.files).add(taken[0])
+                into = copying[pid]
+                (into.folders if taken[1] else into.files).add(taken[0])
                 if taken[1]:
                     events.append((pid, "read", taken[0], True))  # the tree is an input
             continue
-        found = _relative(root, m)
+        found = _relative(root, m, made)
         if found is None and not _written(m):
             found = next((f for c in copies if (f := c.source(root, m)) is not None), None)
         if found is not None:
