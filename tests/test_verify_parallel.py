@@ -11,6 +11,7 @@ import pytest
 
 from zlink_tool.cli import verify
 from zlink_tool.cli.main import main
+from zlink_tool.resultcache import ResultCache
 from zlink_tool.tracelog import read_trace
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -78,13 +79,37 @@ def test_jN_never_uses_more_than_N_cores_and_does_use_them(
 def test_a_wide_step_starts_on_the_cores_free_rather_than_leave_one_idle(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     log = tmp_path / "spans.jsonl"
-    fake = [_sleeper("long", log, 1.2), _sleeper("wide", log, 0.4, spread="tlc")]
+    fake = [_sleeper("long", log, 3.0), _sleeper("wide", log, 0.4, spread="tlc")]
     monkeypatch.setattr(verify, "steps", lambda deep=False: fake)
     monkeypatch.setitem(verify.TYPICAL_SECONDS, "long", 1000.0)
     assert main(["verify", "-j", "2", "--no-cache"]) == 0
     spans = {s[0]: s for s in _spans(log)}
     # The one core "long" leaves goes to "wide" at once, as one worker.
     assert spans["wide"][1] < spans["long"][2] and spans["wide"][3] == ["--workers", "1"]
+
+
+def test_a_wide_step_waits_a_moment_for_a_step_that_ends_at_once(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # "instant" (one core, first by its cost) ends at once, as a step answered from the
+    # cache does: the wide step after it gets both cores, not the one left free.
+    log = tmp_path / "spans.jsonl"
+    fake = [_sleeper("instant", log, 0.0), _sleeper("wide", log, 0.2, spread="tlc")]
+    monkeypatch.setattr(verify, "steps", lambda deep=False: fake)
+    monkeypatch.setitem(verify.TYPICAL_SECONDS, "instant", 1000.0)
+    assert main(["verify", "-j", "2", "--no-cache"]) == 0
+    spans = {s[0]: s for s in _spans(log)}
+    assert spans["wide"][3] == ["--workers", "2"]
+
+
+def test_only_a_whole_run_of_a_step_gives_its_time_for_the_order(tmp_path: Path) -> None:
+    cache = ResultCache(tmp_path)
+    verify._save_timings(cache, [verify.StepResult("tests", "ok", 300.0)])
+    verify._save_timings(cache, [
+        verify.StepResult("tests", "ok", 7.0, selected=("tests/test_docs.py",)),
+        verify.StepResult("tests", "ok", 9.0, note="ran 2 of 108 test files, 106 cached"),
+        verify.StepResult("tests", "ok", 0.0, cached=True),
+        verify.StepResult("tests", "FAILED (exit 1)", 20.0)])
+    assert verify._timings(cache) == {"tests": 300.0}
 
 
 def _handing_back(name: str, log: Path, after: float, seconds: float) -> verify.Step:

@@ -340,6 +340,11 @@ TYPICAL_SECONDS = {
 }
 
 
+# How long a wide step waits for a step that has just started (and may be answered from
+# the cache at once) before it starts on fewer cores than its width.
+_GRACE_S = 1.0
+
+
 def start_order(chosen: list[Step], last: dict[str, float]) -> list[Step]:
     """The steps longest first: by the time each took last (``last``), else by its
     typical cost, else as a one-minute step."""
@@ -358,7 +363,10 @@ def _save_timings(cache: ResultCache, results: list[StepResult]) -> None:
     if not cache.enabled:
         return  # --no-cache leaves .zlink-cache/ as it was
     known = _timings(cache)
-    known.update({r.name: r.seconds for r in results if not r.cached and r.status == "ok"})
+    # Only a whole run of a step says how long the step takes: not one answered from the
+    # cache, nor a part of it (--since's test files, some files cached).
+    known.update({r.name: r.seconds for r in results if not r.cached and r.status == "ok"
+                  and r.selected is None and not r.note})
     cache.folder.mkdir(parents=True, exist_ok=True)
     (cache.folder / ".gitignore").write_text("*\n", encoding="utf-8")
     (cache.folder / "timings.json").write_text(json.dumps(known, indent=1), "utf-8")
@@ -387,6 +395,7 @@ def run_steps(chosen: list[Step], args: argparse.Namespace, root: Path,
     # Per running step: its cores, the file it tells of freed cores in, how many it gave.
     running: dict[str, tuple[int, Path | None]] = {}
     given: dict[str, int] = {}
+    started_at: dict[str, float] = {}  # per running step: when it started
 
     def take_freed() -> None:
         """Count the cores running steps have said they no longer need (under cond)."""
@@ -415,6 +424,7 @@ def run_steps(chosen: list[Step], args: argparse.Namespace, root: Path,
         with cond:
             results[step.name] = result
             running.pop(step.name, None)
+            started_at.pop(step.name, None)
             free += cores - given.pop(step.name, 0)
             cond.notify_all()
 
@@ -427,6 +437,14 @@ def run_steps(chosen: list[Step], args: argparse.Namespace, root: Path,
                     if free < 1:
                         watching = any(f is not None for _, f in running.values())
                         cond.wait(timeout=0.5 if watching else None)
+                        continue
+                    # A wide step waits a moment for a step that has just started: one
+                    # answered from the cache ends at once, and the cores it held are
+                    # better given whole than the wide step kept on fewer for its run.
+                    young = [t for t in started_at.values()
+                             if time.monotonic() - t < _GRACE_S]
+                    if free < min(_width(queue[0], jobs), jobs) and young:
+                        cond.wait(timeout=_GRACE_S - (time.monotonic() - max(young)))
                         continue
                     step = queue.pop(0)
                     argv = step.argv if not args.fast or step.fast_argv is None \
@@ -441,6 +459,7 @@ def run_steps(chosen: list[Step], args: argparse.Namespace, root: Path,
                     free -= cores
                     running[step.name] = (cores, freed)
                     given[step.name] = 0
+                    started_at[step.name] = time.monotonic()
                     display.started(step, cores)
                     thread = threading.Thread(target=work, daemon=True,
                                               args=(step, argv, cores, freed))
