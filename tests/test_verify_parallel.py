@@ -3,6 +3,7 @@ listed order under ``-j 1``; and the strace log reader the result cache depends 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -264,3 +265,17 @@ def test_a_copy_of_the_checkout_stands_for_the_files_read_from_it() -> None:
     assert files.files == {"docs/shipped.md", "tool/LICENSE", "tool/m.py"}
     # The copy's tree is an input (a file added to a copied folder counts).
     assert files.folders == {"docs"}
+
+
+def test_a_step_with_a_worker_beyond_its_cores_frees_a_core_only_after_that_one(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # One worker more than its cores (the tests step): the first worker to end leaves
+    # the step's two cores to the two still running, so no core is handed back yet.
+    log = tmp_path / "spans.jsonl"
+    tail = dataclasses.replace(_handing_back("tail", log, 0.2, 1.0), extra_workers=1)
+    fake = [tail, _sleeper("next", log, 0.1)]
+    monkeypatch.setattr(verify, "steps", lambda deep=False: fake)
+    monkeypatch.setitem(verify.TYPICAL_SECONDS, "tail", 1000.0)
+    assert main(["verify", "-j", "2", "--no-cache"]) == 0
+    spans = {s[0]: s for s in _spans(log)}
+    assert spans["next"][1] >= spans["tail"][2], "a core was handed back too soon"

@@ -210,7 +210,7 @@ class StepRunner:
 
     def run_pytest(self, name: str, base: list[str], options: list[str], paths: list[str],
                    cores: int, env: dict[str, str], use_cache: bool = True,
-                   only: set[str] | None = None) -> Outcome:
+                   only: set[str] | None = None, extra_workers: int = 0) -> Outcome:
         """A pytest step, test file by test file. ``only``: run just these test files
         (``--since``), the others are neither run nor looked up."""
         files = expand_test_files(self.root, paths, options)
@@ -232,7 +232,7 @@ class StepRunner:
             if cores > 1:
                 # loadgroup: the tests of a module marked ``xdist_group`` (a costly
                 # module or session fixture) go to one worker, which makes it once.
-                argv += ["-n", str(cores), "--dist", "loadgroup"]
+                argv += ["-n", str(cores + extra_workers), "--dist", "loadgroup"]
                 # The longest tests first, and each core handed back to verify when its
                 # worker has nothing left (``pytest_schedule``).
                 argv += ["-p", "zlink_tool.pytest_schedule"]
