@@ -19,7 +19,8 @@ given (one JVM each), the pytest steps their tests (pytest-xdist), the rest take
 core. The longest steps start first (by their last time, or with an empty cache by
 their typical cost), each on every core free when it starts, so no core waits while a
 step waits; a pytest step hands a core back as soon as one of its workers has nothing
-left to run, and runs its longest tests first (``zlink_tool.pytest_schedule``). `-j 1`
+left to run, and runs its longest tests first (``zlink_tool.pytest_schedule``); the
+tests step runs one worker more than its cores, to fill its tests' waits. `-j 1`
 runs them one after the other in the order above. Each step's output is printed whole
 when it ends.
 
@@ -207,7 +208,8 @@ def configure(p: argparse.ArgumentParser) -> None:
                    help="leave this step out (repeatable)")
     p.add_argument("--list", action="store_true", help="list the steps and exit")
     p.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1, metavar="N",
-                   help="cores to use: steps, TLC runs and pytest workers at once "
+                   help="cores to use: steps, TLC runs and pytest workers at once; the "
+                        "tests step runs one pytest worker more, to fill its tests' waits "
                         "(default: this machine's %(default)s; -j 1: one step after the "
                         "other, in the listed order)")
     p.add_argument("--no-cache", action="store_true",
