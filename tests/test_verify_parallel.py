@@ -3,6 +3,7 @@ listed order under ``-j 1``; and the strace log reader the result cache depends 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -11,6 +12,7 @@ import pytest
 
 from zlink_tool.cli import verify
 from zlink_tool.cli.main import main
+from zlink_tool.resultcache import ResultCache
 from zlink_tool.tracelog import read_trace
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -59,7 +61,10 @@ def test_j1_runs_the_steps_one_after_the_other_in_the_listed_order(
 
 
 def test_jN_never_uses_more_than_N_cores_and_does_use_them(
-        fake_steps: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        fake_steps: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # The wide step the longest: it starts first, on every core.
+    monkeypatch.setitem(verify.TYPICAL_SECONDS, "wide", 1000.0)
     assert main(["verify", "-j", "3", "--no-cache"]) == 0
     spans = _spans(fake_steps)
     width = {"a": 1, "b": 1, "c": 1, "d": 1, "wide": 3}
@@ -70,6 +75,70 @@ def test_jN_never_uses_more_than_N_cores_and_does_use_them(
     out = capsys.readouterr().out
     # One display: a start line and an end line per step, then the same summary table.
     assert out.count("[start]") == 5 and "step         result" in out
+
+
+def test_a_wide_step_starts_on_the_cores_free_rather_than_leave_one_idle(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    log = tmp_path / "spans.jsonl"
+    fake = [_sleeper("long", log, 3.0), _sleeper("wide", log, 0.4, spread="tlc")]
+    monkeypatch.setattr(verify, "steps", lambda deep=False: fake)
+    monkeypatch.setitem(verify.TYPICAL_SECONDS, "long", 1000.0)
+    assert main(["verify", "-j", "2", "--no-cache"]) == 0
+    spans = {s[0]: s for s in _spans(log)}
+    # The one core "long" leaves goes to "wide" at once, as one worker.
+    assert spans["wide"][1] < spans["long"][2] and spans["wide"][3] == ["--workers", "1"]
+
+
+def test_a_wide_step_waits_a_moment_for_a_step_that_ends_at_once(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # "instant" (one core, first by its cost) ends at once, as a step answered from the
+    # cache does: the wide step after it gets both cores, not the one left free.
+    log = tmp_path / "spans.jsonl"
+    fake = [_sleeper("instant", log, 0.0), _sleeper("wide", log, 0.2, spread="tlc")]
+    monkeypatch.setattr(verify, "steps", lambda deep=False: fake)
+    monkeypatch.setitem(verify.TYPICAL_SECONDS, "instant", 1000.0)
+    assert main(["verify", "-j", "2", "--no-cache"]) == 0
+    spans = {s[0]: s for s in _spans(log)}
+    assert spans["wide"][3] == ["--workers", "2"]
+
+
+def test_only_a_whole_run_of_a_step_gives_its_time_for_the_order(tmp_path: Path) -> None:
+    cache = ResultCache(tmp_path)
+    verify._save_timings(cache, [verify.StepResult("tests", "ok", 300.0)])
+    verify._save_timings(cache, [
+        verify.StepResult("tests", "ok", 7.0, selected=("tests/test_docs.py",)),
+        verify.StepResult("tests", "ok", 9.0, note="ran 2 of 108 test files, 106 cached"),
+        verify.StepResult("tests", "ok", 0.0, cached=True),
+        verify.StepResult("tests", "FAILED (exit 1)", 20.0)])
+    assert verify._timings(cache) == {"tests": 300.0}
+
+
+def _handing_back(name: str, log: Path, after: float, seconds: float) -> verify.Step:
+    """A wide step that says, ``after`` seconds in, that it needs one core less (as a
+    pytest step does when one of its workers has nothing left), then runs on."""
+    code = ("import json, os, sys, time; t0 = time.time(); time.sleep(float(sys.argv[2])); "
+            "freed = os.environ.get('ZLINK_CORES_FREED'); "
+            "freed and open(freed, 'a').write('1\\n'); "
+            "time.sleep(float(sys.argv[3])); "
+            "open(sys.argv[1], 'a').write(json.dumps([sys.argv[4], t0, time.time(), "
+            "sys.argv[5:]]) + '\\n')")
+    return verify.Step(name, "hands a core back", [sys.executable, "-c", code, str(log),
+                                                   str(after), str(seconds), name],
+                       spread="tlc", inputs="none")
+
+
+def test_a_core_a_step_hands_back_goes_to_the_next_step_before_the_step_ends(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    log = tmp_path / "spans.jsonl"
+    fake = [_handing_back("tail", log, 0.2, 1.5), _sleeper("next", log, 0.3)]
+    monkeypatch.setattr(verify, "steps", lambda deep=False: fake)
+    monkeypatch.setitem(verify.TYPICAL_SECONDS, "tail", 1000.0)
+    assert main(["verify", "-j", "2", "--no-cache"]) == 0
+    spans = {s[0]: s for s in _spans(log)}
+    assert spans["tail"][3] == ["--workers", "2"]
+    # "next" ran on the core "tail" handed back, while "tail" still ran: never more
+    # than two cores' worth (tail kept one).
+    assert spans["next"][2] < spans["tail"][2], "the core handed back stayed idle"
 
 
 def test_a_step_output_is_printed_whole_when_it_fails(
@@ -118,6 +187,8 @@ LOG = """\
 104 openat(AT_FDCWD</r>, "tests/core", O_RDONLY|O_DIRECTORY) = 14</r/tests/core>
 104 openat(AT_FDCWD</r>, "/.zlink-test-file/tests/test_c.py", O_RDONLY) = -1 ENOENT (x)
 104 openat(AT_FDCWD</r>, "docs/c.md", O_RDONLY|O_CLOEXEC) = 11</r/docs/c.md>
+104 openat(AT_FDCWD</r>, "/tmp/t/tla2tools.jar", O_WRONLY|O_CREAT|O_TRUNC, 0666) = 18
+104 openat(AT_FDCWD</r>, "/tmp/t/tla2tools.jar", O_RDONLY) = 19</tmp/t/tla2tools.jar>
 """
 
 
@@ -145,6 +216,7 @@ def test_the_trace_reader_gives_each_test_file_what_carries_over_and_its_own_rea
     # Another worker's reads are not test_a's, nor test_a's child's reads test_c's; the
     # test modules and test folders collection reads are no other test file's input
     # (a test module read while a test runs is: tests/test_y.py for test_b).
+    # A jar the test wrote itself (a stand-in for TLC) is its output, not an input.
     assert trace.per_file["tests/test_c.py"].files == {"models/A.tla", "docs/c.md"}
     # Written files and the environment's are not inputs.
     assert "out/report.txt" not in trace.everything.files
@@ -161,3 +233,49 @@ def test_an_empty_cache_starts_the_longest_step_first_by_its_typical_cost() -> N
     # A time the cache kept wins over the typical cost.
     kept = [s.name for s in verify.start_order(chosen, {"lint": 1000.0})]
     assert kept[:2] == ["lint", "tests"]
+
+
+COPY_LOG = """\
+201 openat(AT_FDCWD</r>, "/.zlink-test-file/tests/test_p.py", O_RDONLY) = -1 ENOENT (x)
+201 openat(AT_FDCWD</r>, "/.zlink-copy//tmp/c/source", O_RDONLY) = -1 ENOENT (x)
+201 openat(AT_FDCWD</r>, "/r", O_RDONLY|O_CLOEXEC|O_DIRECTORY) = 3</r>
+201 openat(AT_FDCWD</r>, "/r/docs", O_RDONLY|O_CLOEXEC|O_DIRECTORY) = 4</r/docs>
+201 openat(AT_FDCWD</r>, "/r/docs/guide.md", O_RDONLY|O_CLOEXEC) = 5</r/docs/guide.md>
+201 openat(AT_FDCWD</r>, "/tmp/c/source/docs/guide.md", O_WRONLY|O_CREAT, 0666) = 6</tmp/c/x>
+201 openat(AT_FDCWD</r>, "/r/docs/shipped.md", O_RDONLY|O_CLOEXEC) = 5</r/docs/shipped.md>
+201 openat(AT_FDCWD</r>, "/r/tool/LICENSE", O_RDONLY|O_CLOEXEC) = 5</r/LICENSE>
+201 openat(AT_FDCWD</r>, "/r/tool/m.py", O_RDONLY|O_CLOEXEC) = 5</r/tool/m.py>
+201 openat(AT_FDCWD</r>, "/.zlink-copy/", O_RDONLY) = -1 ENOENT (x)
+201 clone3({flags=CLONE_VM, exit_signal=SIGCHLD}, 88) = 202
+202 openat(AT_FDCWD</tmp/c/source/tool>, "LICENSE", O_RDONLY) = 3</tmp/c/source/tool/LICENSE>
+202 openat(AT_FDCWD</tmp/c/source>, "docs/shipped.md", O_RDONLY) = 4</tmp/c/source/docs/shipped.md>
+202 openat(AT_FDCWD</tmp/c/source/tool>, "__pycache__/m.cpython-311.pyc", O_RDONLY) = 5
+202 openat(AT_FDCWD</tmp/c/source>, "build/lib/m.py", O_RDONLY) = 6</tmp/c/source/build/lib/m.py>
+202 openat(AT_FDCWD</tmp/c/source>, "docs", O_RDONLY|O_DIRECTORY) = 7</tmp/c/source/docs>
+"""
+
+
+def test_a_copy_of_the_checkout_stands_for_the_files_read_from_it() -> None:
+    # pid 201 copies the checkout into /tmp/c/source (marked), then its child 202 reads
+    # from the copy: a file taken through a symlink, a guide, a compiled module, build
+    # output the copy did not come with, and a folder.
+    files = read_trace(Path("/r"), COPY_LOG).per_file["tests/test_p.py"]
+    # What the copy's readers opened, as the checkout's files: not docs/guide.md, only
+    # copied; the link by the path the copy named; the source a .pyc stands for.
+    assert files.files == {"docs/shipped.md", "tool/LICENSE", "tool/m.py"}
+    # The copy's tree is an input (a file added to a copied folder counts).
+    assert files.folders == {"docs"}
+
+
+def test_a_step_with_a_worker_beyond_its_cores_frees_a_core_only_after_that_one(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # One worker more than its cores (the tests step): the first worker to end leaves
+    # the step's two cores to the two still running, so no core is handed back yet.
+    log = tmp_path / "spans.jsonl"
+    tail = dataclasses.replace(_handing_back("tail", log, 0.2, 1.0), extra_workers=1)
+    fake = [tail, _sleeper("next", log, 0.1)]
+    monkeypatch.setattr(verify, "steps", lambda deep=False: fake)
+    monkeypatch.setitem(verify.TYPICAL_SECONDS, "tail", 1000.0)
+    assert main(["verify", "-j", "2", "--no-cache"]) == 0
+    spans = {s[0]: s for s in _spans(log)}
+    assert spans["next"][1] >= spans["tail"][2], "a core was handed back too soon"

@@ -77,6 +77,9 @@ REVIEWED: dict[str, str] = {
     "tests/packaging/conftest.py:built":
         "a folder of built files outside the checkout, made from a copy of it when the "
         "fixture is made",
+    "tool/zlink_tool/pytest_schedule.py:_state":
+        "each test's seconds in this run, from pytest's reports: the order of the next "
+        "run, never what a test checks",
     "tool/zlink_tool/pytest_marks.py:*":
         "the marking plugin's own bookkeeping: the running test file, its fixtures, "
         "each thread's last mark",

@@ -20,14 +20,19 @@ them back); nothing else changes, each open fails at once.
   (``sys.addaudithook``), and marked only when it changes.
 - ``/.zlink-uses/<fixture>``: the running test file uses that outliving fixture (once
   per file).
+- ``/.zlink-copy/<folder>`` and ``/.zlink-copy/``: around a copy of the checkout into
+  ``folder`` made by ``copy_checkout`` (the copy stands for the files of it read later,
+  ``tracelog``). A fixture calls it; outside a traced run the marks are failed opens
+  and nothing else.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import threading
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -35,9 +40,9 @@ from typing import Any
 import pytest
 
 from .memos import clear_memos
-from .tracelog import CARRY_PREFIX, EVERY, FIXTURE, MARK_PREFIX, OWN, USES_PREFIX
+from .tracelog import CARRY_PREFIX, COPY_PREFIX, EVERY, FIXTURE, MARK_PREFIX, OWN, USES_PREFIX
 
-__all__ = ["pytest_configure", "pytest_fixture_setup", "pytest_runtest_protocol"]
+__all__ = ["copy_checkout", "pytest_configure", "pytest_fixture_setup", "pytest_runtest_protocol"]
 
 # The audit events after which a thread may read a file or start something that does.
 _WATCHED = frozenset({"open", "import", "os.listdir", "os.scandir", "subprocess.Popen",
@@ -155,3 +160,17 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     for fixture in sorted(_outliving_fixtures(item) - _used):
         _used.add(fixture)
         _mark(USES_PREFIX + fixture)
+
+
+def copy_checkout(root: Path, folder: Path,
+                  ignore: Callable[[str, list[str]], set[str]] | None = None) -> None:
+    """Copy the checkout ``root`` into ``folder`` (``shutil.copytree``, which moves the
+    bytes without looking at them), marked so that a traced run counts the files of the
+    copy read later as reads of the checkout's, and the copying itself as a listing of
+    the copied folders only. Symlinks are copied as the files they point to."""
+    target = folder.resolve()
+    _mark(COPY_PREFIX + target.as_posix())
+    try:
+        shutil.copytree(root, target, ignore=ignore)
+    finally:
+        _mark(COPY_PREFIX)

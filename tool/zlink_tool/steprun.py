@@ -32,7 +32,8 @@ from .importgraph import ImportGraph
 from .resultcache import ResultCache
 from .tracelog import Reads, read_trace
 
-__all__ = ["STRACE", "TLC_CACHE_VARIABLE", "Outcome", "StepRunner", "expand_test_files",
+__all__ = ["CORES_FREED_VARIABLE", "STRACE", "TEST_SECONDS_VARIABLE", "TLC_CACHE_VARIABLE",
+           "Outcome", "StepRunner", "expand_test_files",
            "run_counting_cpu", "step_env"]
 
 STRACE = ["strace", "-f", "-qq", "-y", "--seccomp-bpf", "-e",
@@ -41,6 +42,11 @@ STRACE = ["strace", "-f", "-qq", "-y", "--seccomp-bpf", "-e",
 # runs TLC on a manifest entry keeps and reads the outcome there, as the models step does
 # (tests/models/test_counterexamples.py), so the two run each bug configuration once.
 TLC_CACHE_VARIABLE = "ZLINK_TLC_CACHE"
+# The variables naming, to a pytest step run on several cores, the file it tells verify
+# of each core it no longer needs in, and the file of its tests' seconds in the last
+# run (``pytest_schedule``).
+CORES_FREED_VARIABLE = "ZLINK_CORES_FREED"
+TEST_SECONDS_VARIABLE = "ZLINK_TEST_SECONDS"
 # Pytest exit codes after which each test file's own result can be trusted: all
 # passed, some failed, none selected.
 _PYTEST_RAN = (0, 1, 5)
@@ -65,7 +71,9 @@ def step_env(extra: dict[str, str]) -> dict[str, str]:
 
 
 # ``ZLINK_*`` variables that say where results are kept, not what a check does.
-_NOT_PROFILE = frozenset({TLC_CACHE_VARIABLE})
+# Nor do the variables that say where a step tells of the cores it freed and where its
+# tests' seconds are kept: they change the order and the cores, not what is checked.
+_NOT_PROFILE = frozenset({TLC_CACHE_VARIABLE, CORES_FREED_VARIABLE, TEST_SECONDS_VARIABLE})
 
 
 def _profile(env: dict[str, str]) -> str:
@@ -202,7 +210,7 @@ class StepRunner:
 
     def run_pytest(self, name: str, base: list[str], options: list[str], paths: list[str],
                    cores: int, env: dict[str, str], use_cache: bool = True,
-                   only: set[str] | None = None) -> Outcome:
+                   only: set[str] | None = None, extra_workers: int = 0) -> Outcome:
         """A pytest step, test file by test file. ``only``: run just these test files
         (``--since``), the others are neither run nor looked up."""
         files = expand_test_files(self.root, paths, options)
@@ -224,7 +232,10 @@ class StepRunner:
             if cores > 1:
                 # loadgroup: the tests of a module marked ``xdist_group`` (a costly
                 # module or session fixture) go to one worker, which makes it once.
-                argv += ["-n", str(cores), "--dist", "loadgroup"]
+                argv += ["-n", str(cores + extra_workers), "--dist", "loadgroup"]
+                # The longest tests first, and each core handed back to verify when its
+                # worker has nothing left (``pytest_schedule``).
+                argv += ["-p", "zlink_tool.pytest_schedule"]
             if trace is not None:
                 argv += ["-p", "zlink_tool.pytest_marks"]
             argv += todo

@@ -27,7 +27,20 @@ time. Processes that never ran a test (pytest-xdist's controller) count for ever
 file. Collection's reads of test modules and test folders are not inputs of the other
 test files (``_other_test_module``). Files outside the checkout are the environment's
 (its digest is in the cache key), except a jar, kept by its absolute path: a check that
-ran TLC depends on the jar's bytes.
+ran TLC depends on the jar's bytes. A jar the traced processes wrote themselves before
+reading it (a test's stand-in for TLC in a temporary folder) is their own output, not
+an input: its bytes come from what the check read, and the folder is gone after it.
+
+A copy of the checkout (``/.zlink-copy/<folder>`` before it, ``/.zlink-copy/`` after
+it, on the copying thread) stands for the files of it that are read later, not for
+every file copied: the copying thread only moves bytes, so its opens of the checkout's
+files are not reads of their content; what it lists is (the copy's tree, so a file
+added to or removed from a copied folder still counts). After the copy, opening
+``<folder>/X`` (from any process) is a read of the checkout's ``X`` when ``X`` was
+copied; a file the copy did not come from the checkout (build output written into it)
+is derived from reads that are recorded. A package whose build reads only some files
+of a copy (the packaging tests' sdists) then depends on those, and on no guide it does
+not ship.
 """
 
 from __future__ import annotations
@@ -37,12 +50,13 @@ import os
 import re
 from pathlib import Path
 
-__all__ = ["CARRY_PREFIX", "EVERY", "FIXTURE", "MARK_PREFIX", "OWN", "USES_PREFIX", "Reads",
-           "read_trace"]
+__all__ = ["CARRY_PREFIX", "COPY_PREFIX", "EVERY", "FIXTURE", "MARK_PREFIX", "OWN",
+           "USES_PREFIX", "Reads", "read_trace"]
 
 MARK_PREFIX = "/.zlink-test-file/"
 CARRY_PREFIX = "/.zlink-carry/"
 USES_PREFIX = "/.zlink-uses/"
+COPY_PREFIX = "/.zlink-copy/"
 # Whose a thread's reads are (after CARRY_PREFIX): every later test file's, a fixture's
 # (FIXTURE + its id), or the running test file's own.
 EVERY = "*"
@@ -84,25 +98,27 @@ class Trace:
     per_file: dict[str, Reads]
 
 
-def _relative(root: Path, m: re.Match[str]) -> tuple[str, bool] | None:
-    """(checkout-relative path, is a folder) of one open call, or None if it does not
-    count (outside the checkout, written, a tool's cache)."""
+def _opened(root: Path, m: re.Match[str], *, real: bool = True) -> Path:
+    """The absolute path one open call names: the path it reached (``-y``'s, symlinks
+    resolved) when ``real`` and the call succeeded, else the path as it was given."""
+    if real and int(m.group("ret")) >= 0 and m.group("real"):
+        return Path(os.path.normpath(m.group("real")))
+    base = m.group("cwd") or m.group("dir") or str(root)
+    return Path(os.path.normpath(Path(base, m.group("path"))))
+
+
+def _written(m: re.Match[str]) -> bool:
     flags = m.group("flags") or ""
-    if "O_WRONLY" in flags or "O_RDWR" in flags or "O_CREAT" in flags:
-        return None  # the check's own output
-    if int(m.group("ret")) >= 0 and m.group("real"):
-        path = Path(m.group("real"))
-    else:
-        base = m.group("cwd") or m.group("dir") or str(root)
-        path = Path(base, m.group("path"))
-    path = Path(os.path.normpath(path))
+    return "O_WRONLY" in flags or "O_RDWR" in flags or "O_CREAT" in flags
+
+
+def _inside(root: Path, path: Path, folder: bool) -> tuple[str, bool] | None:
+    """(path relative to ``root``, is a folder), or None when ``path`` is not a file of
+    ``root`` that counts (outside it, a tool's cache)."""
     try:
         rel = path.relative_to(root)
     except ValueError:
-        # Outside the checkout only a jar counts (TLC's, whose content the checks
-        # that run TLC depend on); the rest is the environment's.
-        return (path.as_posix(), False) if path.suffix == ".jar" and \
-            int(m.group("ret")) >= 0 else None
+        return None
     if not rel.parts or SKIPPED.intersection(rel.parts) or rel.parts[0].startswith("<"):
         return None  # "<unknown>", "<string>": names of code objects, not files
     if "__pycache__" in rel.parts:
@@ -110,7 +126,45 @@ def _relative(root: Path, m: re.Match[str]) -> tuple[str, bool] | None:
         if pyc is None or rel.parent.name != "__pycache__":
             return None
         rel = rel.parent.parent / (pyc.group("stem") + ".py")  # the source it stands for
-    return rel.as_posix(), "O_DIRECTORY" in flags
+    return rel.as_posix(), folder
+
+
+def _relative(root: Path, m: re.Match[str], made: set[Path] | None = None
+              ) -> tuple[str, bool] | None:
+    """(checkout-relative path, is a folder) of one open call, or None if it does not
+    count (outside the checkout, written, a tool's cache). ``made``: the jars outside
+    the checkout the traced processes wrote (their own output)."""
+    path = _opened(root, m)
+    if _written(m):
+        if made is not None and path.suffix == ".jar":
+            made.add(path)
+        return None  # the check's own output
+    folder = "O_DIRECTORY" in (m.group("flags") or "")
+    found = _inside(root, path, folder)
+    if found is None and path.suffix == ".jar" and int(m.group("ret")) >= 0 \
+            and not path.is_relative_to(root) and path not in (made or set()):
+        # Outside the checkout only a jar counts (TLC's, whose content the checks
+        # that run TLC depend on); the rest is the environment's.
+        return path.as_posix(), False
+    return found
+
+
+@dataclasses.dataclass
+class _Copy:
+    """A copy of the checkout: where it is, and the files and folders it came from."""
+
+    folder: Path
+    files: set[str] = dataclasses.field(default_factory=set)
+    folders: set[str] = dataclasses.field(default_factory=set)
+
+    def source(self, root: Path, m: re.Match[str]) -> tuple[str, bool] | None:
+        """The checkout's file or folder an open inside the copy reads, if the copy
+        took it from the checkout."""
+        folder = "O_DIRECTORY" in (m.group("flags") or "")
+        found = _inside(self.folder, _opened(root, m), folder)
+        if found is None:
+            return None
+        return found if found[0] in (self.folders if folder else self.files) else None
 
 
 def _other_test_module(path: str, folder: bool) -> bool:
@@ -153,6 +207,9 @@ def read_trace(root: Path, log: str) -> Trace:
     parent: dict[int, int] = {}
     events: list[tuple[int, str, str, bool]] = []  # (pid, kind, path, folder)
     marks = ((MARK_PREFIX, "mark"), (CARRY_PREFIX, "whose"), (USES_PREFIX, "uses"))
+    copying: dict[int, _Copy] = {}  # per thread: the copy it is making
+    copies: list[_Copy] = []
+    made: set[Path] = set()  # jars outside the checkout the traced processes wrote
     for pid, call in _joined(log.splitlines()):
         if spawn := _SPAWN.match(call):
             child = int(spawn.group("child"))
@@ -163,11 +220,30 @@ def read_trace(root: Path, log: str) -> Trace:
         if m is None:
             continue
         path = m.group("path")
+        if path.startswith(COPY_PREFIX):
+            folder = path[len(COPY_PREFIX):]
+            copying.pop(pid, None)
+            if folder:
+                copying[pid] = _Copy(Path(os.path.normpath(folder)))
+                copies.append(copying[pid])
+            continue
         kind = next((k for prefix, k in marks if path.startswith(prefix)), None)
         if kind is not None:
             events.append((pid, kind, path.split("/", 2)[2], False))
             continue
-        found = _relative(root, m)
+        if pid in copying:
+            # The path as the copy named it (a symlink copied is the link's path).
+            taken = None if _written(m) else _inside(
+                root, _opened(root, m, real=False), "O_DIRECTORY" in (m.group("flags") or ""))
+            if taken is not None:
+                into = copying[pid]
+                (into.folders if taken[1] else into.files).add(taken[0])
+                if taken[1]:
+                    events.append((pid, "read", taken[0], True))  # the tree is an input
+            continue
+        found = _relative(root, m, made)
+        if found is None and not _written(m):
+            found = next((f for c in copies if (f := c.source(root, m)) is not None), None)
         if found is not None:
             events.append((pid, "read", found[0], found[1]))
     marking = {pid for pid, kind, _, _ in events if kind == "mark"}

@@ -17,8 +17,12 @@ Cores: `-j N` (default: every core of the machine) runs steps at the same time, 
 N processes' worth at once: the models step spreads its TLC runs over the cores it is
 given (one JVM each), the pytest steps their tests (pytest-xdist), the rest take one
 core. The longest steps start first (by their last time, or with an empty cache by
-their typical cost). `-j 1` runs them one after the other in the order above. Each
-step's output is printed whole when it ends.
+their typical cost), each on every core free when it starts, so no core waits while a
+step waits; a pytest step hands a core back as soon as one of its workers has nothing
+left to run, and runs its longest tests first (``zlink_tool.pytest_schedule``); the
+tests step runs one worker more than its cores, to fill its tests' waits. `-j 1`
+runs them one after the other in the order above. Each step's output is printed whole
+when it ends.
 
 Cache: a step that passed is not run again while nothing it reads has changed; it is
 reported as "cached: inputs unchanged" (`zlink_tool.resultcache` says what it reads and
@@ -41,6 +45,7 @@ import json
 import os
 import re
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -49,7 +54,13 @@ from ..checkinputs import CheckoutFiles, environment_digest
 from ..impact import ChangeError, Impact, analyse
 from ..resultcache import ResultCache, strace_available
 from ..specindex import read_spec_rules, rules_mentioned
-from ..steprun import TLC_CACHE_VARIABLE, StepRunner, step_env
+from ..steprun import (
+    CORES_FREED_VARIABLE,
+    TEST_SECONDS_VARIABLE,
+    TLC_CACHE_VARIABLE,
+    StepRunner,
+    step_env,
+)
 from ..verifyreport import build_report, to_markdown
 from ._common import layout
 from ._selection import print_impact, select, tlc_run_inputs
@@ -86,6 +97,9 @@ class Step:
     spread: str = ""
     inputs: str = "traced"
     paths: tuple[str, ...] = ()  # a pytest step's test paths (the end of its argv)
+    # pytest-xdist workers beyond its cores, for a step whose tests often wait (time-outs,
+    # sleeps, child processes starting) rather than compute: they fill those waits.
+    extra_workers: int = 0
 
 
 @dataclasses.dataclass
@@ -145,11 +159,15 @@ def steps(deep: bool = False) -> list[Step]:
               inputs="none" if deep else "traced"),
         Step("conformance", "conformance suite, reference adapter",
              [*zlink, "conformance", "run", "-q"]),
-        tests("self-test", "conformance kit against every mutant", [], _OWNED["self-test"],
-              []),
+        # One test runs the whole kill matrix, one mutant after the other: a single core.
+        dataclasses.replace(tests("self-test", "conformance kit against every mutant", [],
+                                  _OWNED["self-test"], []), spread=""),
         tests("mutants", "mutants killed by unit tests and machines", [], mutants, []),
+        # A third of its workers' time is waiting, not computing (a cold run on the
+        # 2-core machine: 599 s of its tests' time, 413 s of CPU): one worker more than
+        # its cores keeps them busy (docs/performance.md, "The verify loop", fifth pass).
         tests("tests", "the rest of the pytest suite", ignore, ["tests"],
-              ["-m", "not slow", *ignore]),
+              ["-m", "not slow", *ignore], extra_workers=1),
         Step("types", "mypy --strict", [py, "-m", "mypy"], inputs="mypy"),
         Step("lint", "ruff check", [py, "-m", "ruff", "check", "."], inputs="ruff"),
     ]
@@ -190,7 +208,8 @@ def configure(p: argparse.ArgumentParser) -> None:
                    help="leave this step out (repeatable)")
     p.add_argument("--list", action="store_true", help="list the steps and exit")
     p.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1, metavar="N",
-                   help="cores to use: steps, TLC runs and pytest workers at once "
+                   help="cores to use: steps, TLC runs and pytest workers at once; the "
+                        "tests step runs one pytest worker more, to fill its tests' waits "
                         "(default: this machine's %(default)s; -j 1: one step after the "
                         "other, in the listed order)")
     p.add_argument("--no-cache", action="store_true",
@@ -278,18 +297,26 @@ def _declared_inputs(step: Step, checkout: CheckoutFiles) -> list[str] | None:
 
 
 def _execute(step: Step, argv: list[str], cores: int, runner: StepRunner,
-             checkout: CheckoutFiles, only: set[str] | None) -> StepResult:
+             checkout: CheckoutFiles, only: set[str] | None,
+             freed: Path | None = None) -> StepResult:
     """Run one step (or answer it from the cache). ``only``: under ``--since``, the test
-    files of a pytest step to run (None: all)."""
+    files of a pytest step to run (None: all). ``freed``: the file a step appends a line
+    to for each core it no longer needs."""
     env = step_env(step.env)
     use_cache = runner.cache.enabled and step.inputs != "none"
+    if freed is not None:
+        env[CORES_FREED_VARIABLE] = str(freed)
     if step.paths and runner.cache.enabled:
         env[TLC_CACHE_VARIABLE] = str(runner.cache.folder.resolve())
+        # The seconds each test took last time: the next run's longest-first order.
+        env[TEST_SECONDS_VARIABLE] = str(
+            (runner.cache.folder / "test-seconds" / f"{step.name}.json").resolve())
     if step.paths:
         base, paths = argv[:_PYTEST_BASE], list(step.paths)
         options = argv[_PYTEST_BASE:len(argv) - len(paths)]
         out = runner.run_pytest(step.name, base, options, paths, cores, env,
-                                use_cache=use_cache and runner.cache.enabled, only=only)
+                                use_cache=use_cache and runner.cache.enabled, only=only,
+                                extra_workers=step.extra_workers if cores > 1 else 0)
     elif step.spread == "tlc":
         run_argv = [*argv, "--workers", str(cores)]
         if runner.cache.enabled and step.inputs == "tlc":
@@ -322,6 +349,11 @@ TYPICAL_SECONDS = {
 }
 
 
+# How long a wide step waits for a step that has just started (and may be answered from
+# the cache at once) before it starts on fewer cores than its width.
+_GRACE_S = 1.0
+
+
 def start_order(chosen: list[Step], last: dict[str, float]) -> list[Step]:
     """The steps longest first: by the time each took last (``last``), else by its
     typical cost, else as a one-minute step."""
@@ -340,7 +372,10 @@ def _save_timings(cache: ResultCache, results: list[StepResult]) -> None:
     if not cache.enabled:
         return  # --no-cache leaves .zlink-cache/ as it was
     known = _timings(cache)
-    known.update({r.name: r.seconds for r in results if not r.cached and r.status == "ok"})
+    # Only a whole run of a step says how long the step takes: not one answered from the
+    # cache, nor a part of it (--since's test files, some files cached).
+    known.update({r.name: r.seconds for r in results if not r.cached and r.status == "ok"
+                  and r.selected is None and not r.note})
     cache.folder.mkdir(parents=True, exist_ok=True)
     (cache.folder / ".gitignore").write_text("*\n", encoding="utf-8")
     (cache.folder / "timings.json").write_text(json.dumps(known, indent=1), "utf-8")
@@ -350,7 +385,13 @@ def run_steps(chosen: list[Step], args: argparse.Namespace, root: Path,
               cache: ResultCache, only: dict[str, set[str]] | None = None
               ) -> list[StepResult]:
     """Run the chosen steps on ``args.jobs`` cores; results in the order of ``chosen``.
-    ``only``: for a pytest step named in it, run just those test files."""
+    ``only``: for a pytest step named in it, run just those test files.
+
+    Longest first: the step at the head of the queue starts as soon as a core is free,
+    on every core then free up to its width, so no core waits while a step waits (under
+    -j 1: the listed order, one core each). A running step that appends a line to its
+    ``freed`` file for a core it no longer needs (a pytest-xdist worker with nothing
+    left) gives that core to the next step at once; the rest come back when it ends."""
     jobs = max(1, args.jobs)
     checkout = CheckoutFiles(root)
     runner = StepRunner(root, cache, environment_digest(root), strace_available())
@@ -360,48 +401,87 @@ def run_steps(chosen: list[Step], args: argparse.Namespace, root: Path,
     queue = start_order(chosen, _timings(cache)) if jobs > 1 else list(chosen)
     free = jobs
     cond = threading.Condition()
+    # Per running step: its cores, the file it tells of freed cores in, how many it gave.
+    running: dict[str, tuple[int, Path | None]] = {}
+    given: dict[str, int] = {}
+    started_at: dict[str, float] = {}  # per running step: when it started
+    extra: dict[str, int] = {}  # per running step: its pytest workers beyond its cores
 
-    def work(step: Step, argv: list[str], cores: int) -> None:
+    def take_freed() -> None:
+        """Count the cores running steps have said they no longer need (under cond): a
+        step with workers beyond its cores frees a core once those have ended."""
+        nonlocal free
+        for name, (cores, freed) in running.items():
+            if freed is None:
+                continue
+            try:
+                said = freed.read_text(encoding="utf-8").count("\n")
+            except OSError:
+                said = 0
+            said = max(0, said - extra[name])
+            # The step's own process still runs until it ends: it keeps one core.
+            now = min(said, cores - 1)
+            if now > given[name]:
+                free += now - given[name]
+                given[name] = now
+
+    def work(step: Step, argv: list[str], cores: int, freed: Path | None) -> None:
         nonlocal free
         try:
             result = _execute(step, argv, cores, runner, checkout,
-                              None if only is None else only.get(step.name))
+                              None if only is None else only.get(step.name), freed)
         except Exception as exc:  # a step that cannot start is a failure, not a crash
             result = StepResult(step.name, "FAILED (could not run)", 0.0, repr(exc))
         display.ended(result, args.verbose or result.failed)
         with cond:
             results[step.name] = result
-            free += cores
+            running.pop(step.name, None)
+            started_at.pop(step.name, None)
+            free += cores - given.pop(step.name, 0)
             cond.notify_all()
 
     threads: list[threading.Thread] = []
-    try:
-        with cond:
-            while queue:
-                fits = [s for s in queue if _width(s, jobs) <= free]
-                # Under -j 1, and for the longest waiting step, keep the order: a wide
-                # step is not passed forever by narrow ones (it waits for every core).
-                if not fits or (jobs == 1 and fits[0] is not queue[0]):
-                    cond.wait()
-                    continue
-                step = fits[0]
-                queue.remove(step)
-                argv = step.argv if not args.fast or step.fast_argv is None else step.fast_argv
-                if not argv:
-                    result = StepResult(step.name, "skipped (--fast)", 0.0)
-                    results[step.name] = result
-                    display.ended(result, False)
-                    continue
-                cores = _width(step, jobs)
-                free -= cores
-                display.started(step, cores)
-                thread = threading.Thread(target=work, daemon=True, args=(step, argv, cores))
-                threads.append(thread)
-                thread.start()
-        for thread in threads:
-            thread.join()
-    finally:
-        display.close()
+    with tempfile.TemporaryDirectory(prefix="zlink-cores-") as scratch:
+        try:
+            with cond:
+                while queue:
+                    take_freed()
+                    if free < 1:
+                        watching = any(f is not None for _, f in running.values())
+                        cond.wait(timeout=0.5 if watching else None)
+                        continue
+                    # A wide step waits a moment for a step that has just started: one
+                    # answered from the cache ends at once, and the cores it held are
+                    # better given whole than the wide step kept on fewer for its run.
+                    young = [t for t in started_at.values()
+                             if time.monotonic() - t < _GRACE_S]
+                    if free < min(_width(queue[0], jobs), jobs) and young:
+                        cond.wait(timeout=_GRACE_S - (time.monotonic() - max(young)))
+                        continue
+                    step = queue.pop(0)
+                    argv = step.argv if not args.fast or step.fast_argv is None \
+                        else step.fast_argv
+                    if not argv:
+                        result = StepResult(step.name, "skipped (--fast)", 0.0)
+                        results[step.name] = result
+                        display.ended(result, False)
+                        continue
+                    cores = min(_width(step, jobs), free)
+                    freed = Path(scratch, step.name) if cores > 1 else None
+                    free -= cores
+                    running[step.name] = (cores, freed)
+                    extra[step.name] = step.extra_workers if cores > 1 else 0
+                    given[step.name] = 0
+                    started_at[step.name] = time.monotonic()
+                    display.started(step, cores)
+                    thread = threading.Thread(target=work, daemon=True,
+                                              args=(step, argv, cores, freed))
+                    threads.append(thread)
+                    thread.start()
+            for thread in threads:
+                thread.join()
+        finally:
+            display.close()
     ordered = [results[s.name] for s in chosen]
     _save_timings(cache, ordered)
     return ordered
