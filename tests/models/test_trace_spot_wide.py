@@ -90,7 +90,13 @@ def _lost_transfer(records: Records) -> tuple[Records, int]:
     with a2's turn never moved to the Spot queue."""
     start = doctoring.at(records, "started", "a2")
     del records[start:start + 2]
-    return records, start  # the settle's reply, now where the start was
+    # refused at the first settle answered after that: a command's own reply (the gate's
+    # opening, say) is no point at which the runtime must have moved the turn
+    settle = next(i for i in range(start, len(records))
+                  if records[i]["dir"] == "sent" and records[i]["message"].get("cmd") == "settle")
+    reply = next(i for i in range(settle + 1, len(records))
+                 if records[i]["dir"] == "received" and "re" in records[i]["message"])
+    return records, reply
 
 
 def _cancelled_record_runs(records: Records) -> tuple[Records, int]:
