@@ -354,6 +354,17 @@ TYPICAL_SECONDS = {
 _GRACE_S = 1.0
 
 
+@dataclasses.dataclass
+class _Running:
+    """One running step, as the scheduler sees it."""
+
+    cores: int
+    freed: Path | None  # the file it tells of cores it no longer needs in
+    extra: int  # its pytest workers beyond its cores
+    started: float  # time.monotonic() when it started
+    given: int = 0  # cores it has handed back so far
+
+
 def start_order(chosen: list[Step], last: dict[str, float]) -> list[Step]:
     """The steps longest first: by the time each took last (``last``), else by its
     typical cost, else as a one-minute step."""
@@ -401,29 +412,25 @@ def run_steps(chosen: list[Step], args: argparse.Namespace, root: Path,
     queue = start_order(chosen, _timings(cache)) if jobs > 1 else list(chosen)
     free = jobs
     cond = threading.Condition()
-    # Per running step: its cores, the file it tells of freed cores in, how many it gave.
-    running: dict[str, tuple[int, Path | None]] = {}
-    given: dict[str, int] = {}
-    started_at: dict[str, float] = {}  # per running step: when it started
-    extra: dict[str, int] = {}  # per running step: its pytest workers beyond its cores
+    running: dict[str, _Running] = {}
 
     def take_freed() -> None:
         """Count the cores running steps have said they no longer need (under cond): a
         step with workers beyond its cores frees a core once those have ended."""
         nonlocal free
-        for name, (cores, freed) in running.items():
-            if freed is None:
+        for r in running.values():
+            if r.freed is None:
                 continue
             try:
-                said = freed.read_text(encoding="utf-8").count("\n")
+                said = r.freed.read_text(encoding="utf-8").count("\n")
             except OSError:
                 said = 0
-            said = max(0, said - extra[name])
+            said = max(0, said - r.extra)
             # The step's own process still runs until it ends: it keeps one core.
-            now = min(said, cores - 1)
-            if now > given[name]:
-                free += now - given[name]
-                given[name] = now
+            now = min(said, r.cores - 1)
+            if now > r.given:
+                free += now - r.given
+                r.given = now
 
     def work(step: Step, argv: list[str], cores: int, freed: Path | None) -> None:
         nonlocal free
@@ -435,9 +442,7 @@ def run_steps(chosen: list[Step], args: argparse.Namespace, root: Path,
         display.ended(result, args.verbose or result.failed)
         with cond:
             results[step.name] = result
-            running.pop(step.name, None)
-            started_at.pop(step.name, None)
-            free += cores - given.pop(step.name, 0)
+            free += cores - running.pop(step.name).given
             cond.notify_all()
 
     threads: list[threading.Thread] = []
@@ -447,14 +452,14 @@ def run_steps(chosen: list[Step], args: argparse.Namespace, root: Path,
                 while queue:
                     take_freed()
                     if free < 1:
-                        watching = any(f is not None for _, f in running.values())
+                        watching = any(r.freed is not None for r in running.values())
                         cond.wait(timeout=0.5 if watching else None)
                         continue
                     # A wide step waits a moment for a step that has just started: one
                     # answered from the cache ends at once, and the cores it held are
                     # better given whole than the wide step kept on fewer for its run.
-                    young = [t for t in started_at.values()
-                             if time.monotonic() - t < _GRACE_S]
+                    young = [r.started for r in running.values()
+                             if time.monotonic() - r.started < _GRACE_S]
                     if free < min(_width(queue[0], jobs), jobs) and young:
                         cond.wait(timeout=_GRACE_S - (time.monotonic() - max(young)))
                         continue
@@ -469,10 +474,9 @@ def run_steps(chosen: list[Step], args: argparse.Namespace, root: Path,
                     cores = min(_width(step, jobs), free)
                     freed = Path(scratch, step.name) if cores > 1 else None
                     free -= cores
-                    running[step.name] = (cores, freed)
-                    extra[step.name] = step.extra_workers if cores > 1 else 0
-                    given[step.name] = 0
-                    started_at[step.name] = time.monotonic()
+                    running[step.name] = _Running(
+                        cores, freed, step.extra_workers if cores > 1 else 0,
+                        time.monotonic())
                     display.started(step, cores)
                     thread = threading.Thread(target=work, daemon=True,
                                               args=(step, argv, cores, freed))
