@@ -24,7 +24,6 @@ __all__ = [
     "ActorStateSnapshot",
     "current_snapshot",
     "run_message",
-    "run_with",
     "with_snapshot",
 ]
 
@@ -139,19 +138,6 @@ def current_snapshot() -> ActorStateSnapshot | None:
     return _current.get()
 
 
-def run_with(snap: ActorStateSnapshot, work: Callable[[], Any]) -> Any:
-    """Run ``work`` with ``snap`` as its snapshot, synchronous or async: the one step
-    every Actor message takes when it starts (SE-7)."""
-    token = _current.set(snap)
-    try:
-        result = work()
-    finally:
-        _current.reset(token)
-    if result is not None and hasattr(result, "__await__"):
-        return _await_with(snap, result)
-    return result
-
-
 class with_snapshot:  # noqa: N801 - used like a function
     """Wrap an Actor work: when it starts, read its snapshot in one lane turn (``read``)
     and make it visible to the work, synchronous or async. ``__wrapped__`` is the
@@ -164,7 +150,15 @@ class with_snapshot:  # noqa: N801 - used like a function
         self.__wrapped__ = work
 
     def __call__(self) -> Any:
-        return run_with(self._read(), self.__wrapped__)
+        snap = self._read()
+        token = _current.set(snap)
+        try:
+            result = self.__wrapped__()
+        finally:
+            _current.reset(token)
+        if result is not None and hasattr(result, "__await__"):
+            return _await_with(snap, result)
+        return result
 
 
 class ActorMessage(ZLinkWorkHandle[Any]):
@@ -193,7 +187,7 @@ def run_message() -> Any:
     """The work of every ``ActorMessage``: the queue runs it on the message's turn, so
     the message is the work holding the turn (``current_work()``). Take its Actor's
     snapshot now, as it starts, and run the caller's work (SE-7); an async work's task
-    gets the snapshot in its context, as with ``run_with``."""
+    gets the snapshot in its context, as with ``with_snapshot``."""
     message = cast(ActorMessage, current_work())
     work = message.__wrapped__
     message.__wrapped__ = None  # started: the handle no longer keeps the work alive
