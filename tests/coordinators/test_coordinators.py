@@ -197,6 +197,28 @@ async def test_SE_4_7_one_actors_pending_work_can_be_taken_out_of_a_spot_wide_sp
     assert s.take_actor_pending("nobody") == []
 
 
+async def test_SE_4_7_one_actors_pending_work_can_be_taken_out_of_a_per_actor_spot() -> None:
+    """A PerActor message keeps the caller's work itself (its queue runs a runner every
+    message shares): what is taken out is the caller's work, which runs elsewhere."""
+    s, t, gate = make_spot(mode=PER_ACTOR), Timeline(), Gate()
+    s.execute_actor("A", t.gated("A0", gate))
+    works = [t.sync(f"A{i}") for i in range(1, 4)]
+    pending_handles = [s.execute_actor("A", w, payload_bytes=10 * i)
+                       for i, w in enumerate(works, 1)]
+    await run_until_idle()
+    taken = s.take_actor_pending("A")
+    assert [p.work for p in taken] == works
+    assert [p.payload_bytes for p in taken] == [10, 20, 30]
+    assert [p.handle for p in taken] == pending_handles
+    assert all(h.cancelled() for h in pending_handles)
+    target = make_spot(mode=PER_ACTOR)
+    moved = [target.execute_actor("A", p.work, p.payload_bytes) for p in taken]
+    gate.open()
+    await run_until_idle()
+    assert all(h.done() and not h.cancelled() for h in moved)
+    assert t.started() == ["A0", "A1", "A2", "A3"]
+
+
 # ---------------------------------------------------------------- lane and snapshots
 async def test_SE_8_1_state_lane_reports_turns_and_refuses_reentry() -> None:
     s = make_spot(mode=PER_ACTOR)
