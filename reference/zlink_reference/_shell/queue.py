@@ -269,7 +269,10 @@ class ZLinkSerialExecutionQueue(DrivenQueue, ScopeSurface):
 
     def _take_queued(self) -> list[tuple[ZLinkWorkHandle[Any], Work]]:
         """Take every never-started work out of the lines, in line order; their handles
-        report cancellation. Returns each record with the caller's original work."""
+        report cancellation. Returns each record with the caller's original work: the
+        ``__wrapped__`` of a record that keeps it itself (an Actor message, whose work
+        is the runner every message shares), else of the work (a wrapper), else the
+        work."""
         if _checks.ON:
             require_loop(self._rt, "take_queued")
         core = self._records()
@@ -280,10 +283,11 @@ class ZLinkSerialExecutionQueue(DrivenQueue, ScopeSurface):
                     taken.append(rec)
         out = []
         for rec in taken:
-            work = rec._work
+            work = getattr(rec, "__wrapped__", None) or getattr(rec._work, "__wrapped__",
+                                                                rec._work)
             core.cancel(rec)
             self._ended(rec, CANCELLED, asyncio.CancelledError("taken out of the queue"))
-            out.append((rec, cast("Work", getattr(work, "__wrapped__", work))))
+            out.append((rec, cast("Work", work)))
         return out
 
     # ------------------------------------------------------------------ scope

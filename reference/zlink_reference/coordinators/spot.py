@@ -332,11 +332,8 @@ class ZLinkSpotSerialExecutor(Coordinator):
                 return []
             fixed = q.policy.fixed_work_byte_cost
             out = []
-            for rec, taken in take_queued(q):
-                # An Actor message's work is the shared runner: hand back the caller's.
-                caller = rec.__wrapped__ if isinstance(rec, ActorMessage) else None
-                out.append(ZLinkPendingWork(actor_id, caller or taken,
-                                            rec.nbytes - fixed, rec))
+            for rec, work in take_queued(q):
+                out.append(ZLinkPendingWork(actor_id, work, rec.nbytes - fixed, rec))
             return out
 
         return self._lane.run(take)
