@@ -97,18 +97,19 @@ class JudgesReport:
         return [d for t in self.transcripts for d in t.disagreements]
 
     def counts(self) -> dict[str, int]:
-        queues = [q for t in self.transcripts for q in t.queues]
+        # each queue (a SpotWide Spot's queues: one log) with TLC's verdict on it, if any
+        judged = [(q, t.tlc.get(q.owner)) for t in self.transcripts for q in t.queues]
         return {
             "transcripts": len(self.transcripts),
-            "queues": sum(q.queue_count for q in queues),
-            "tlc_checked": sum(q.queue_count for t in self.transcripts for q in t.queues
-                               if isinstance(t.tlc.get(q.owner), TlcTraceVerdict)),
-            "tlc_matched": sum(q.queue_count for t in self.transcripts for q in t.queues
-                               if isinstance(v := t.tlc.get(q.owner), TlcTraceVerdict)
-                               and v.matched),
-            "tlc_not_checked": sum(q.queue_count for q in queues if q.not_checked is not None)
-            + sum(q.queue_count for t in self.transcripts for q in t.queues
-                  if isinstance(t.tlc.get(q.owner), TraceRangeError)),
+            "queues": sum(q.queue_count for q, _ in judged),
+            "tlc_checked": sum(q.queue_count for q, v in judged
+                               if isinstance(v, TlcTraceVerdict)),
+            "tlc_matched": sum(q.queue_count for q, v in judged
+                               if isinstance(v, TlcTraceVerdict) and v.matched),
+            # as ``unchecked`` lists them: never sent to TLC, or out of its range
+            "tlc_not_checked": sum(q.queue_count for q, v in judged
+                                   if q.not_checked is not None
+                                   or isinstance(v, TraceRangeError)),
             "tlc_errors": sum(len(t.tlc_errors) for t in self.transcripts),
             "oracle_refused": sum(1 for t in self.transcripts
                                   if t.oracle.divergence is not None),
