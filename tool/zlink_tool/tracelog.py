@@ -112,6 +112,11 @@ def _written(m: re.Match[str]) -> bool:
     return "O_WRONLY" in flags or "O_RDWR" in flags or "O_CREAT" in flags
 
 
+def _folder(m: re.Match[str]) -> bool:
+    """The open call opened a folder (to list it)."""
+    return "O_DIRECTORY" in (m.group("flags") or "")
+
+
 def _inside(root: Path, path: Path, folder: bool) -> tuple[str, bool] | None:
     """(path relative to ``root``, is a folder), or None when ``path`` is not a file of
     ``root`` that counts (outside it, a tool's cache)."""
@@ -139,8 +144,7 @@ def _relative(root: Path, m: re.Match[str], made: set[Path] | None = None
         if made is not None and path.suffix == ".jar":
             made.add(path)
         return None  # the check's own output
-    folder = "O_DIRECTORY" in (m.group("flags") or "")
-    found = _inside(root, path, folder)
+    found = _inside(root, path, _folder(m))
     if found is None and path.suffix == ".jar" and int(m.group("ret")) >= 0 \
             and not path.is_relative_to(root) and path not in (made or set()):
         # Outside the checkout only a jar counts (TLC's, whose content the checks
@@ -160,7 +164,7 @@ class _Copy:
     def source(self, root: Path, m: re.Match[str]) -> tuple[str, bool] | None:
         """The checkout's file or folder an open inside the copy reads, if the copy
         took it from the checkout."""
-        folder = "O_DIRECTORY" in (m.group("flags") or "")
+        folder = _folder(m)
         found = _inside(self.folder, _opened(root, m), folder)
         if found is None:
             return None
@@ -234,7 +238,7 @@ def read_trace(root: Path, log: str) -> Trace:
         if pid in copying:
             # The path as the copy named it (a symlink copied is the link's path).
             taken = None if _written(m) else _inside(
-                root, _opened(root, m, real=False), "O_DIRECTORY" in (m.group("flags") or ""))
+                root, _opened(root, m, real=False), _folder(m))
             if taken is not None:
                 into = copying[pid]
                 (into.folders if taken[1] else into.files).add(taken[0])
