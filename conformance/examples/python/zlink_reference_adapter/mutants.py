@@ -181,8 +181,7 @@ def _drain_on_submitter_stack() -> None:
         if self._core.admit(rec, 0, payload, False):
             self._drain()  # the same bug on an Actor message's admission
 
-    def patched_transfer(self: Any, rec: Any, gates: tuple[object, ...]) -> None:
-        rec._gates = gates
+    def patched_transfer(self: Any, rec: Any) -> None:
         if self._core.transfer(rec):
             self._drain()  # the same bug on the SpotWide Actor path's second stage
 
@@ -314,16 +313,22 @@ def _spot_module() -> Any:
     return spot
 
 
+def _spot_wide_module() -> Any:
+    from zlink_reference.coordinators import spot_wide
+
+    return spot_wide
+
+
 @mutant("spotwide_releases_claim_on_yield", "SE-4.6", "YieldedActorKeepsClaim",
         "a SpotWide Actor queue lets its turn go as soon as the execution turn is placed")
 def _spotwide_releases_claim_on_yield() -> None:
-    spot = _spot_module()
+    spot_wide = _spot_wide_module()
 
     def no_claim(handle: Any) -> None:
         # Bug: the Actor queue's turn ends as soon as the execution turn is placed.
         return None
 
-    spot.TurnHold = no_claim
+    spot_wide.TurnHold = no_claim
 
 
 @mutant("payload_reserved_twice", "SE-5.3", "PayloadReservedOnce",
