@@ -395,7 +395,8 @@ class DrainingQueue:
         instead of in a posted callback: the Actor queue's next work places its
         execution turn while this queue still drains. Otherwise ``_settle`` posts it."""
         aux = rec._aux
-        parked = held = None
+        parked: Any = None  # the parked drain's queue (a DrainingQueue)
+        held: ZLinkWorkHandle[Any] | None = None  # its record holding the turn
         if hand_on and aux is not None and aux.parked is not None and self._core.draining:
             parked, held = aux.parked, aux.parked_rec
             aux.parked = aux.parked_rec = None
@@ -408,8 +409,8 @@ class DrainingQueue:
             self._report(rec, exc)
         if self._aux is not None:
             self._after_end()
-        if parked is not None:
-            cast(DrainingQueue, parked)._hold_ended(cast("ZLinkWorkHandle[Any]", held), rec)
+        if parked is not None and held is not None:
+            cast(DrainingQueue, parked)._hold_ended(held, rec)
 
     def _after_end(self) -> None:
         """A work ended: wake waiters whose condition now holds, tell the scope."""

@@ -20,7 +20,8 @@ refused, decision D-6) and keeps its own turn until that work ends. That held tu
 the Actor's *claim*: when the work yields it gives back the Spot gate, so other Actors,
 the Spot handler and timers go on, but the same Actor's next record cannot start. The
 queues are never merged, so one Actor's pending work can be taken out on its own
-(``take_actor_pending``, the building block of relocation, SE-4.7).
+(``take_actor_pending``, the building block of relocation, SE-4.7). The records of a
+SpotWide message, and the work that places its execution turn, are in ``spot_wide``.
 """
 
 from __future__ import annotations
@@ -97,8 +98,8 @@ class _ActorRoute(ActorStateCell):
     lane-owned map (the Spot's registry): the Actor's state cell (it is one: calling it
     reads the snapshot a message starts with, SE-7) and its queue once it has one.
     Registration and queue share one map entry and one object per Actor, so an idle
-    Actor stays small (issue 16). The SpotWide gates are not kept here: two tuples per
-    Actor would cost an idle SpotWide Actor more than they save a message."""
+    Actor stays small (issue 16). The SpotWide gates are not kept here: a SpotWide
+    record reads them from the places it holds (spot_wide.py)."""
 
     __slots__ = ("queue",)
 
