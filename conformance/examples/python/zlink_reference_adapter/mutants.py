@@ -409,11 +409,18 @@ def _actor_queue_ignores_payload() -> None:
     from zlink_reference._shell.queue import ZLinkSerialExecutionQueue
 
     original = ZLinkSerialExecutionQueue.enqueue_with_payload_bytes
+    original_record = ZLinkSerialExecutionQueue._admit_record
+    spot_wide_message = _spot_wide_module().SpotWideMessage
 
     def patched(self: Any, work: Any, payload_bytes: int) -> Any:
         return original(self, work, 0)
 
+    def patched_record(self: Any, rec: Any, payload: int) -> None:
+        # The same bug on a SpotWide message, which its Spot admits as a record.
+        original_record(self, rec, 0 if isinstance(rec, spot_wide_message) else payload)
+
     ZLinkSerialExecutionQueue.enqueue_with_payload_bytes = patched  # type: ignore[method-assign]
+    ZLinkSerialExecutionQueue._admit_record = patched_record  # type: ignore[method-assign]
 
 
 @mutant("snapshot_reads_live_state", "SE-7.2", "SnapshotConsistent",
