@@ -33,7 +33,7 @@ COMPILED = [
     # a Spot or a session (and interpreted classes may not inherit from a compiled
     # trait, the scope surface ``_base.Coordinator`` builds on).
     *(f"zlink_reference/coordinators/{name}.py"
-      for name in ("_base", "snapshot", "lane", "actor", "session", "spot")),
+      for name in ("_base", "snapshot", "lane", "actor", "session", "spot_wide", "spot")),
 ]
 
 IMPORT = "from __future__ import annotations\n"

@@ -65,7 +65,7 @@ def _handle(queue: Any) -> ZLinkWorkHandle[Any]:
 LOOP_SITES: list[tuple[str, Callable[[], Any], Callable[[Any], Any]]] = [
     ("queue.drain", _queue, lambda q: q._drain()),
     ("queue.continue", _queue, lambda q: q._continue()),
-    ("queue.transfer", _queue, lambda q: q._transfer(_handle(q), (q._core,))),
+    ("queue.transfer", _queue, lambda q: q._transfer(_handle(q))),
     ("queue.transfer_record", _queue, lambda q: q._transfer_record(_handle(q))),
     ("queue.take_queued", _queue, lambda q: q._take_queued()),
     ("queue.when", _queue, lambda q: q._when(True, _none)),

@@ -64,7 +64,6 @@ __all__ = [
     "take_queued",
     "transfer",
     "when_idle",
-    "widen",
     "yield_framework_call",
 ]
 
@@ -96,22 +95,13 @@ def admit_record(queue: ZLinkSerialExecutionQueue, rec: ZLinkWorkHandle[Any],
     queue._admit_record(rec, payload_bytes)
 
 
-def transfer(queue: ZLinkSerialExecutionQueue, rec: ZLinkWorkHandle[Any],
-             gates: tuple[object, ...]) -> None:
+def transfer(queue: ZLinkSerialExecutionQueue, rec: ZLinkWorkHandle[Any]) -> None:
     """Place ``rec``, an execution turn of already-accepted work, on ``queue`` (SpotWide,
-    SE-4.5): never refused, it needs the turns and claims ``gates`` (queue places,
-    ``queue_place``). ``rec`` is a handle made for ``queue`` (with its runtime and
-    ``queue_place``) by the coordinator: an Actor message, which reads its snapshot as
-    it starts (SE-7)."""
-    queue._transfer(rec, gates)
-
-
-def widen(handle: ZLinkWorkHandle[Any], gates: tuple[object, ...]) -> None:
-    """``handle`` (a SpotWide Actor work) needs every turn in ``gates`` (queue places,
-    ``queue_place``; SE-8.2), and its failure is reported once, by the Spot queue that
-    ran it."""
-    handle._gates = gates
-    handle._quiet()
+    SE-4.5): never refused. ``rec`` is a handle made for ``queue`` (with its runtime and
+    ``queue_place``) by the coordinator, whose class names the turns and claims it needs
+    (``_gates``, SE-8.2): an Actor message, which reads its snapshot as it starts
+    (SE-7)."""
+    queue._transfer(rec)
 
 
 def take_queued(queue: ZLinkSerialExecutionQueue) -> list[tuple[ZLinkWorkHandle[Any], Work]]:

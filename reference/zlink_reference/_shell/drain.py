@@ -324,7 +324,9 @@ class DrainingQueue:
                 if held._outcome != PENDING:
                     self._rt.loop.call_soon(self._held_done, rec, held)
                 else:
-                    held._extra().parked = (self, rec)
+                    aux = held._extra()
+                    aux.parked = self
+                    aux.parked_rec = rec
                 return None
             if steps is None:
                 return rec, result  # the caller makes a drive task for it
@@ -361,9 +363,8 @@ class DrainingQueue:
         cancelled queue, it is one work with it: a zombie too, counted and waited for
         as one (D-21)."""
         core = self._core
-        aux = rec._aux
         held = core.current
-        if held is None or held is not rec or aux is None or not aux.quiet:
+        if held is None or held is not rec or not rec._reported_elsewhere():
             return
         if core.mode == MODE_CANCELLED and core.survive_cancel(held):
             self._check_waiters()
@@ -394,11 +395,13 @@ class DrainingQueue:
         instead of in a posted callback: the Actor queue's next work places its
         execution turn while this queue still drains. Otherwise ``_settle`` posts it."""
         aux = rec._aux
-        parked = None
+        parked: Any = None  # the parked drain's queue (a DrainingQueue)
+        held: ZLinkWorkHandle[Any] | None = None  # its record holding the turn
         if hand_on and aux is not None and aux.parked is not None and self._core.draining:
-            parked, aux.parked = aux.parked, None
+            parked, held = aux.parked, aux.parked_rec
+            aux.parked = aux.parked_rec = None
         rec._settle(outcome, value)
-        if outcome == FAILED and not (aux is not None and aux.quiet):
+        if outcome == FAILED and not rec._reported_elsewhere():
             exc = cast(BaseException, value)
             if rec.zombie:
                 # kept for await_after_cancellation (SD-3)
@@ -406,9 +409,8 @@ class DrainingQueue:
             self._report(rec, exc)
         if self._aux is not None:
             self._after_end()
-        if parked is not None:
-            drain, held = parked
-            cast(DrainingQueue, drain)._hold_ended(held, rec)
+        if parked is not None and held is not None:
+            cast(DrainingQueue, parked)._hold_ended(held, rec)
 
     def _after_end(self) -> None:
         """A work ended: wake waiters whose condition now holds, tell the scope."""

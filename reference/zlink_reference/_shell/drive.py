@@ -216,7 +216,7 @@ class DrivenQueue(DrainingQueue):
         synchronous turn that is running finishes; a SpotWide Actor record follows
         the outcome of its execution turn instead."""
         for handle in records:
-            if handle._aux is not None and handle._aux.quiet:
+            if handle._reported_elsewhere():
                 continue
             task = getattr(handle, "_task", None)
             if task is not None and not task.done():
@@ -251,9 +251,8 @@ class DrivenQueue(DrainingQueue):
                 # A SpotWide Actor work is one work: its record on the Actor queue, which
                 # holds the claim for this execution turn, is a zombie with it (D-21).
                 aux = rec._aux
-                if aux is not None and aux.parked is not None:
-                    drain, held = aux.parked
-                    cast(DrainingQueue, drain)._claim_survives(held)
+                if aux is not None and aux.parked is not None and aux.parked_rec is not None:
+                    cast(DrainingQueue, aux.parked)._claim_survives(aux.parked_rec)
 
         self._rt.loop.call_soon(check)
 

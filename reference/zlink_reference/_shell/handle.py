@@ -64,25 +64,25 @@ class QueuePlace(Protocol):
 class _HandleAux:
     """The parts of a handle most works never need, allocated on first use."""
 
-    __slots__ = ("awaiting", "callbacks", "gates", "label", "parked", "permit", "quiet",
+    __slots__ = ("awaiting", "callbacks", "label", "parked", "parked_rec", "permit",
                  "waiters")
 
     def __init__(self) -> None:
-        self.quiet = False
         self.awaiting: object = None  # what the work waits on while suspended
         # One future per awaiter of the handle: cancelling one awaiter (a timeout, a
         # cancelled task) cancels its own future only, never the others' or the work.
         self.waiters: list[asyncio.Future[None]] | None = None
         self.callbacks: list[Callable[[Any], None]] | None = None
         self.permit: asyncio.Future[None] | None = None
-        self.gates: tuple[object, ...] | None = None
         self.label = ""
         # The drain parked on this work (a ``TurnHold``): the queue whose turn is held
-        # and its record holding it (a SpotWide Actor queue's, whose held turn is the
-        # Actor's claim, SE-4.6). When this work ends, that drain goes on; should this
-        # work outlive its cancellation (SD-3a), that record is a zombie too (D-21).
-        # The queue is typed loosely: the drain room sits above this one.
-        self.parked: tuple[Any, ZLinkWorkHandle[Any]] | None = None
+        # (``parked``) and its record holding it (``parked_rec``; a SpotWide Actor
+        # queue's, whose held turn is the Actor's claim, SE-4.6). When this work ends,
+        # that drain goes on; should this work outlive its cancellation (SD-3a), that
+        # record is a zombie too (D-21). Two fields, not a pair: no tuple per hold. The
+        # queue is typed loosely: the drain room sits above this one.
+        self.parked: Any = None
+        self.parked_rec: ZLinkWorkHandle[Any] | None = None
 
 
 class ZLinkWorkHandle(WorkRecord, Generic[T]):
@@ -116,18 +116,19 @@ class ZLinkWorkHandle(WorkRecord, Generic[T]):
     @property
     def _gates(self) -> tuple[object, ...]:
         """Turns and claims this work needs, first the turn it takes, each named by its
-        queue's place (``QueuePlace``). Coordinators widen it (a SpotWide Actor work
-        needs the Spot gate and its Actor claim); the reentrancy check compares these
-        by identity. Internal: no public member hands a queue's place out (SE-2.5,
-        D-23)."""
-        aux = self._aux
-        if aux is None or aux.gates is None:
-            return (self._place,)
-        return aux.gates
+        queue's place (``QueuePlace``): its own queue's turn. A coordinator's record
+        that needs more says so in its class (a SpotWide Actor work needs the Spot gate
+        and its Actor claim, from its place and its claim: no tuple kept per work); the
+        reentrancy check compares these by identity. Internal: no public member hands a
+        queue's place out (SE-2.5, D-23)."""
+        return (self._place,)
 
-    @_gates.setter
-    def _gates(self, value: tuple[object, ...]) -> None:
-        self._extra().gates = value
+    def _reported_elsewhere(self) -> bool:
+        """Whether this work's failure is reported by another queue, the one that ran
+        its code, so its own queue reports nothing (a SpotWide Actor record's is the
+        Spot queue's to report, once). No, for a work that runs its own code; a
+        coordinator's record class says otherwise."""
+        return False
 
     @property
     def label(self) -> str:
@@ -144,11 +145,6 @@ class ZLinkWorkHandle(WorkRecord, Generic[T]):
         record is the shell's alone; the core sets the flag again, from its queue's
         mode, when it places the work (``QueueCore.transfer``)."""
         self._zombie = True
-
-    def _quiet(self) -> None:
-        """Do not report this work's failure to the error hook: the queue that ran the
-        failing code already did (a SpotWide Actor queue's record)."""
-        self._extra().quiet = True
 
     @property
     def queue_name(self) -> str:
@@ -250,8 +246,8 @@ class ZLinkWorkHandle(WorkRecord, Generic[T]):
             if aux.parked is not None:
                 # The drain parked on this work goes on in a posted callback, unless
                 # the drain that ended this work took it over already (drain._ended).
-                drain, held = aux.parked
-                aux.parked = None
+                drain, held = aux.parked, aux.parked_rec
+                aux.parked = aux.parked_rec = None
                 self._rt.loop.call_soon(drain._held_done, held, self)
             if aux.callbacks is not None:
                 loop = self._rt.loop

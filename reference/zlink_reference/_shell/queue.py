@@ -256,14 +256,14 @@ class ZLinkSerialExecutionQueue(DrivenQueue, ScopeSurface):
         if self._core.admit(rec, APPLICATION_LANE, payload, False):
             rt.loop.call_soon(self._drain)
 
-    def _transfer(self, rec: ZLinkWorkHandle[Any], gates: tuple[object, ...]) -> None:
+    def _transfer(self, rec: ZLinkWorkHandle[Any]) -> None:
         """Place ``rec``, the execution turn of already-accepted work, made for this
-        queue by the coordinator (SpotWide, SE-4.5), needing ``gates``. Called on the
-        loop thread by the coordinator (the thread test first: it is the cheap one)."""
+        queue by the coordinator (SpotWide, SE-4.5); its class names the gates it needs.
+        Called on the loop thread by the coordinator (the thread test first: it is the
+        cheap one)."""
         rt = self._rt
         if _checks.ON and get_ident() != rt.thread_id:
             require_loop(rt, "transfer")
-        rec._gates = gates
         if self._core.transfer(rec):
             rt.loop.call_soon(self._drain)
 

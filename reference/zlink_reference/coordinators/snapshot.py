@@ -133,7 +133,7 @@ def current_snapshot() -> ActorStateSnapshot | None:
     message's work (a wrapped one, an async one's task) finds it in a context
     variable."""
     message = current_work()
-    if type(message) is ActorMessage and message.snapshot is not None:
+    if isinstance(message, ActorMessage) and message.snapshot is not None:
         return message.snapshot
     return _current.get()
 

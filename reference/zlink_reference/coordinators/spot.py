@@ -20,7 +20,8 @@ refused, decision D-6) and keeps its own turn until that work ends. That held tu
 the Actor's *claim*: when the work yields it gives back the Spot gate, so other Actors,
 the Spot handler and timers go on, but the same Actor's next record cannot start. The
 queues are never merged, so one Actor's pending work can be taken out on its own
-(``take_actor_pending``, the building block of relocation, SE-4.7).
+(``take_actor_pending``, the building block of relocation, SE-4.7). The records of a
+SpotWide message, and the work that places its execution turn, are in ``spot_wide``.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ import enum
 from collections.abc import Mapping
 from functools import partial
 from threading import get_ident
-from typing import Any, cast
+from typing import Any
 
 from zlink_model.policy import ZLinkExecutionLanePolicy
 from zlink_model.queue import RUNNING, Observer, WorkRecord
@@ -38,20 +39,15 @@ from zlink_model.queue import RUNNING, Observer, WorkRecord
 from .._shell import (
     ErrorHook,
     EventLoop,
-    QueueRuntime,
     QueueStatistics,
     ScopeQueue,
-    TurnHold,
     Work,
     ZLinkClock,
     ZLinkSerialExecutionQueue,
     ZLinkWorkHandle,
     admit_record,
-    current_work,
     queue_place,
     take_queued,
-    transfer,
-    widen,
 )
 from ._base import Coordinator, check_id, check_payload, check_work
 from .snapshot import (
@@ -60,6 +56,7 @@ from .snapshot import (
     ActorStateCell,
     ActorStateSnapshot,
 )
+from .spot_wide import SpotWideMessage, SpotWideRunner, SpotWideTurn
 
 __all__ = [
     "ZLinkPendingWork",
@@ -101,47 +98,14 @@ class _ActorRoute(ActorStateCell):
     lane-owned map (the Spot's registry): the Actor's state cell (it is one: calling it
     reads the snapshot a message starts with, SE-7) and its queue once it has one.
     Registration and queue share one map entry and one object per Actor, so an idle
-    Actor stays small (issue 16). The SpotWide gates are not kept here: two tuples per
-    Actor would cost an idle SpotWide Actor more than they save a message."""
+    Actor stays small (issue 16). The SpotWide gates are not kept here: a SpotWide
+    record reads them from the places it holds (spot_wide.py)."""
 
     __slots__ = ("queue",)
 
     def __init__(self, snapshot: ActorStateSnapshot) -> None:
         super().__init__(snapshot)
         self.queue: ZLinkSerialExecutionQueue | None = None  # made on first use
-
-
-class _SpotWideTurn:
-    """The Actor queue's work for one SpotWide message: on the Actor queue's turn, place
-    the execution turn on the Spot queue and keep the claim (the Actor queue's turn)
-    until it ends (SE-4.5, SE-4.6). A slotted object rather than a closure, so a message
-    allocates no cell and no function ``__dict__`` (issue 16). The execution turn, an
-    ``ActorMessage`` of the Spot queue that takes the snapshot as it starts (SE-7), is
-    made when it is placed, so a queued message keeps no more than this object alive
-    beside its handle. ``__wrapped__`` is the caller's work (relocation hands it
-    back)."""
-
-    __slots__ = ("__wrapped__", "queue", "route", "rt", "spot")
-
-    def __init__(self, rt: QueueRuntime, spot: ZLinkSerialExecutionQueue,
-                 queue: ZLinkSerialExecutionQueue, route: ActorStateCell, work: Work) -> None:
-        self.rt = rt
-        self.spot = spot
-        self.queue = queue
-        self.route = route
-        self.__wrapped__ = work
-
-    def __call__(self) -> TurnHold:
-        spot = self.spot
-        gate, claim = queue_place(spot), queue_place(self.queue)
-        # From its turn on, the Actor record (the work holding the turn) is the claim of
-        # the execution turn and needs the Spot gate too (SE-8.2); a failure is reported
-        # once, by the Spot queue. Queued, it needs only its own turn, the claim: every
-        # work holding the Spot gate is of the same Spot, whose waits raise anyway.
-        widen(cast(ZLinkWorkHandle[Any], current_work()), (claim, gate))
-        execution = ActorMessage(self.rt, gate, self.route, self.__wrapped__)
-        transfer(spot, execution, (gate, claim))
-        return TurnHold(execution)
 
 
 class ZLinkSpotSerialExecutor(Coordinator):
@@ -184,6 +148,8 @@ class ZLinkSpotSerialExecutor(Coordinator):
         self._wide = kind is ZLinkSpotKind.INSTANCE or mode is ZLinkUserSpotExecutionMode.SPOT_WIDE
         yield_allowed = kind is not ZLinkSpotKind.ENTRY
         self._spot = self._make_queue(self._name, self._config(policy, yield_allowed=yield_allowed))
+        # The Actor queues' work of every SpotWide message (spot_wide.py).
+        self._runner = SpotWideRunner(self._rt, self._spot)
         self._actor_config = self._config(actor_policy, yield_allowed=yield_allowed)
         self._timer_config = self._config(timer_policy, yield_allowed=yield_allowed)
         # Owned by the state lane (SE-2.4): read and changed only inside lane turns.
@@ -238,15 +204,13 @@ class ZLinkSpotSerialExecutor(Coordinator):
         route = self._routes.get(actor_id)
         if route is None or (queue := route.queue) is None:
             route, queue = self._lane.run(partial(self._actor_route, actor_id))
-        if not self._wide:
+        message: ZLinkWorkHandle[Any]
+        if self._wide:
+            message = SpotWideMessage(self._rt, queue_place(queue), route, work, self._runner)
+        else:
             message = ActorMessage(self._rt, queue_place(queue), route, work)
-            admit_record(queue, message, payload)
-            return message
-        spot = self._spot
-        turn = _SpotWideTurn(self._rt, spot, queue, route, work)
-        if payload:
-            return queue.enqueue_with_payload_bytes(turn, payload)
-        return queue.enqueue(turn)
+        admit_record(queue, message, payload)
+        return message
 
     def execute_timer(self, timer_name: str, work: Work) -> ZLinkWorkHandle[Any]:
         """Run a timer callback: on its own timer queue (PerActor, Entry), or straight
@@ -358,8 +322,7 @@ class ZLinkSpotSerialExecutor(Coordinator):
     def _counts(self, queue: ScopeQueue, rec: WorkRecord) -> bool:
         # A SpotWide Actor work is one work seen twice: its record on the Actor queue
         # and its execution turn on the Spot queue. Count the Actor record.
-        return not (self._wide and queue is self._spot
-                    and len(getattr(rec, "_gates", ())) > 1)
+        return not (self._wide and queue is self._spot and type(rec) is SpotWideTurn)
 
     def _running_as(self, queue: ScopeQueue, rec: WorkRecord) -> WorkRecord:
         # A SpotWide Actor record that holds its queue's turn (the claim) runs as the
@@ -367,9 +330,8 @@ class ZLinkSpotSerialExecutor(Coordinator):
         # suspended in a yield or requeued, and holds what it waits on (SD-6).
         if not self._wide or queue is self._spot or rec.phase != RUNNING:
             return rec
-        claim = (queue_place(cast(ZLinkSerialExecutionQueue, queue)),)
         for q, turn in self._scope().live():  # every live record, the turns included
-            if q is self._spot and getattr(turn, "_gates", ())[1:] == claim:
+            if q is self._spot and type(turn) is SpotWideTurn and turn.claim is rec:
                 return turn
         return rec
 

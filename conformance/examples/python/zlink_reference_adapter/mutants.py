@@ -181,8 +181,7 @@ def _drain_on_submitter_stack() -> None:
         if self._core.admit(rec, 0, payload, False):
             self._drain()  # the same bug on an Actor message's admission
 
-    def patched_transfer(self: Any, rec: Any, gates: tuple[object, ...]) -> None:
-        rec._gates = gates
+    def patched_transfer(self: Any, rec: Any) -> None:
         if self._core.transfer(rec):
             self._drain()  # the same bug on the SpotWide Actor path's second stage
 
@@ -314,16 +313,22 @@ def _spot_module() -> Any:
     return spot
 
 
+def _spot_wide_module() -> Any:
+    from zlink_reference.coordinators import spot_wide
+
+    return spot_wide
+
+
 @mutant("spotwide_releases_claim_on_yield", "SE-4.6", "YieldedActorKeepsClaim",
         "a SpotWide Actor queue lets its turn go as soon as the execution turn is placed")
 def _spotwide_releases_claim_on_yield() -> None:
-    spot = _spot_module()
+    spot_wide = _spot_wide_module()
 
     def no_claim(handle: Any) -> None:
         # Bug: the Actor queue's turn ends as soon as the execution turn is placed.
         return None
 
-    spot.TurnHold = no_claim
+    spot_wide.TurnHold = no_claim
 
 
 @mutant("payload_reserved_twice", "SE-5.3", "PayloadReservedOnce",
@@ -404,11 +409,18 @@ def _actor_queue_ignores_payload() -> None:
     from zlink_reference._shell.queue import ZLinkSerialExecutionQueue
 
     original = ZLinkSerialExecutionQueue.enqueue_with_payload_bytes
+    original_record = ZLinkSerialExecutionQueue._admit_record
+    spot_wide_message = _spot_wide_module().SpotWideMessage
 
     def patched(self: Any, work: Any, payload_bytes: int) -> Any:
         return original(self, work, 0)
 
+    def patched_record(self: Any, rec: Any, payload: int) -> None:
+        # The same bug on a SpotWide message, which its Spot admits as a record.
+        original_record(self, rec, 0 if isinstance(rec, spot_wide_message) else payload)
+
     ZLinkSerialExecutionQueue.enqueue_with_payload_bytes = patched  # type: ignore[method-assign]
+    ZLinkSerialExecutionQueue._admit_record = patched_record  # type: ignore[method-assign]
 
 
 @mutant("snapshot_reads_live_state", "SE-7.2", "SnapshotConsistent",
