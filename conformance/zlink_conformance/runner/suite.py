@@ -36,7 +36,12 @@ from ..oracle.inference import hang_evidence, inline_starts
 from ..oracle.invariants import check_invariants, unended_works
 from ..oracle.log import CaseLog
 from ..oracle.model import Divergence, check_model
-from ..protocol.faults import adapter_fault, first_events, verdict_order_faults
+from ..protocol.faults import (
+    adapter_fault,
+    first_events,
+    held_step_faults,
+    verdict_order_faults,
+)
 from ..protocol.wire import Event, Reply
 from .process import (
     AdapterError,
@@ -453,7 +458,12 @@ class Runner:
             deadline = time.monotonic() + self.timeout
             status, pending = self._execute(adapter, case, log, deadline)
             tail: list[str] = []
-            if status in ("passed", "failed"):
+            # A held queue's turn taken unasked (AP-8) is the adapter's, and leads
+            # whatever it caused (a later step refused, a log off the model).
+            unasked = held_step_faults(log.entries)
+            if unasked:
+                status, pending = "error", [*unasked, *pending]
+            elif status in ("passed", "failed"):
                 inline = inline_starts(log, single_resource=self._single_resource())
                 faults = verdict_order_faults(log.events)
                 if inline:

@@ -75,6 +75,8 @@ from zlink_model.vocabulary import (
     DISPOSE,
     DISPOSE_AFTER_TIMEOUT,
     DISPOSE_SAFELY,
+    HELD_STEPS,
+    REQUEUE,
     YIELD_TURN,
     wire_status,
 )
@@ -98,7 +100,7 @@ from zlink_reference import (
     yield_framework_call,
 )
 from zlink_reference.disposal import ZLinkNotDisposedError, ZLinkRuntime
-from zlink_reference.testing import VirtualClock, run_until_idle
+from zlink_reference.testing import VirtualClock, held, run_until_idle
 
 __all__ = ["PRELOAD_VARIABLE", "PROGRESS_VARIABLE", "ReferenceAdapter", "main"]
 
@@ -400,7 +402,7 @@ class ReferenceAdapter:
             "as_not_safely": self.as_not_safely, "await": self.await_scope,
             "runtime_end": self.runtime_end, "statistics": self.statistics,
             "submit_concurrent": self.submit_concurrent,
-            "zombies": self.zombies,
+            "zombies": self.zombies, "step": self.step,
         }
 
     # --------------------------------------------------------------- handshake
@@ -415,7 +417,9 @@ class ReferenceAdapter:
             "protocol": PROTOCOL_VERSION,
             "runtime": {"name": "zlink-reference", "version": __version__,
                         "language": f"python {sys.version_info.major}.{sys.version_info.minor}"},
-            "capabilities": sorted(CAPABILITIES),
+            # held_steps needs the interpreted build (zlink_reference.testing.held).
+            "capabilities": sorted(c for c in CAPABILITIES
+                                   if c != "held_steps" or held.AVAILABLE),
             "surface": surface(),
             "members": members(),
         }
@@ -511,6 +515,11 @@ class ReferenceAdapter:
                                                actor_type=cmd.get("actor_type"), **common)
             elif type_ == "session":
                 obj = ZLinkSessionSerialExecutor(name, policy=policy, **common)
+            elif type_ == "queue" and cmd.get("held"):
+                if not held.AVAILABLE:
+                    raise CommandError("unsupported", "held queues need the interpreted "
+                                                      "build of the reference")
+                obj = held.HeldQueue(policy, name=name, **common)
             elif type_ == "queue":
                 obj = ZLinkSerialExecutionQueue(policy, name=name, **common)
             else:
@@ -787,6 +796,25 @@ class ReferenceAdapter:
                       abandoned=_labels(z.label for z in report.abandoned))
 
         self._case.waiters[waiter] = self._case.loop.create_task(end())
+        return {}
+
+    async def step(self, cmd: dict[str, Any]) -> dict[str, Any]:
+        """Capability held_steps: the held queue takes the one step of its own named
+        (``zlink_model.vocabulary.HELD_STEPS``); refused when it is not enabled there.
+        Its effects on the loop (the work's code on its turn, the requeue in the work's
+        task) come by the next ``settle``."""
+        target = self.target(cmd.get("target"))
+        queue = target.obj
+        name = cmd.get("step")
+        if not held.AVAILABLE or not isinstance(queue, held.HeldQueue):
+            raise CommandError("bad_command", f"{target.name} was not created held")
+        if name not in HELD_STEPS:
+            raise CommandError("bad_command", f"unknown step {name!r}")
+        handle = self.work(cmd.get("work")).handle if name == REQUEUE else None
+        try:
+            queue.step(name, handle)
+        except held.HeldStepError as exc:
+            raise CommandError("bad_command", str(exc)) from None
         return {}
 
     async def statistics(self, cmd: dict[str, Any]) -> dict[str, Any]:
