@@ -207,8 +207,11 @@ def test_SE_10_14_graph_reports_the_state_where_code_and_model_part() -> None:
     assert strategy.coverage.parted[-1] == (index, parted)
 
 
-def _mutant_env(name: str) -> dict[str, str]:
-    return child_env(ZLINK_ADAPTER_PRELOAD=str(PRELOAD_FILE), ZLINK_MUTANT_NAME=name)
+def _mutant_env(name: str, held: bool = False) -> dict[str, str]:
+    """The reference adapter with mutant ``name`` on; without held_steps unless
+    ``held`` (the walk of a runtime driven from outside)."""
+    return child_env(ZLINK_ADAPTER_PRELOAD=str(PRELOAD_FILE), ZLINK_MUTANT_NAME=name,
+                     ZLINK_ADAPTER_HELD_STEPS="on" if held else "off")
 
 
 # Catalogued mutants of the reference the graph walk kills early on its path order
@@ -237,8 +240,48 @@ def test_SE_10_14_graph_kills_catalogued_mutants_and_shrinks_them(
         assert runner.run(load_catalogue(tmp_path).cases).results[0].status == "passed"
 
 
+def test_SE_6_4_the_held_walk_kills_a_mutant_seen_only_between_two_turns(
+        tmp_path: Path) -> None:
+    """``time_budget_ignored`` never ends a slice: on one queue the order of turns is the
+    same, so a walk that cannot stand between two turns sees nothing (the slow test
+    below walks every path of it); the held walk asks for the end of the slice there."""
+    config = ExploreConfig(reference_adapter_command(), runs=20, out=tmp_path,
+                           env=_mutant_env("time_budget_ignored", held=True),
+                           strategy="graph", repeat=1)
+    report = explore(config, say=lambda line: None)
+    assert report.verdict == "FAIL"
+    finding = report.findings[0]
+    assert finding.rule == "SE-6.4", finding.to_json()["messages"]
+    assert finding.replayed
+    assert finding.parted is not None and "(EndSlice)" in finding.parted
+    # the case written replays on the correct reference, held, and passes there
+    with Runner(reference_adapter_command(), env=child_env()) as runner:
+        assert runner.run(load_catalogue(tmp_path).cases).results[0].status == "passed"
+
+
+@pytest.mark.slow
+def test_SE_6_4_the_walk_without_held_steps_does_not_kill_it(tmp_path: Path) -> None:
+    config = ExploreConfig(reference_adapter_command(), runs=None, out=tmp_path,
+                           env=_mutant_env("time_budget_ignored"), strategy="graph")
+    report = explore(config, say=lambda line: None)
+    assert report.verdict == "PASS"
+
+
 @pytest.mark.slow
 def test_SE_10_14_graph_drives_every_transition_the_protocol_can_bring_about(
+        tmp_path: Path) -> None:
+    config = ExploreConfig(reference_adapter_command(), runs=None, out=tmp_path,
+                           env=child_env(ZLINK_ADAPTER_HELD_STEPS="off"), strategy="graph")
+    report = explore(config, say=lambda line: None)
+    assert report.verdict == "PASS", [f.to_json()["messages"] for f in report.findings]
+    assert report.graph is not None
+    graph = report.graph.report()
+    assert graph["driven"] == graph["drivable"] > 0
+    assert graph["left_the_path"] == []
+
+
+@pytest.mark.slow
+def test_SE_10_14_the_held_walk_drives_every_transition_of_the_graph(
         tmp_path: Path) -> None:
     config = ExploreConfig(reference_adapter_command(), runs=None, out=tmp_path,
                            env=child_env(), strategy="graph")
@@ -246,5 +289,6 @@ def test_SE_10_14_graph_drives_every_transition_the_protocol_can_bring_about(
     assert report.verdict == "PASS", [f.to_json()["messages"] for f in report.findings]
     assert report.graph is not None
     graph = report.graph.report()
-    assert graph["driven"] == graph["drivable"] > 0
+    assert graph["held_steps"] is True
+    assert graph["driven"] == graph["drivable"] == graph["transitions"] == 35466
     assert graph["left_the_path"] == []

@@ -94,11 +94,14 @@ def test_SE_10_14_a_held_queue_takes_each_step_of_its_own_on_its_command(
     assert log.first("resumed", "w1") > log.first("finished", "w2")  # type: ignore[operator]
 
 
-def test_SE_10_14_a_step_that_is_not_enabled_is_refused() -> None:
+def test_SE_6_6_a_step_the_runtime_refuses_fails_under_the_step_s_rules() -> None:
+    """A case holds each of its steps enabled; a held runtime that refuses one has left
+    the state the case leads to: the case fails under that step's rules."""
     body = [*_held_body()[:4], {"cmd": "step", "target": "Q", "step": TAKE_NEXT}]
     result = _run(body)
-    assert result.status == "error"
+    assert result.status == "failed"
     text = " ".join(result.messages)
+    assert text.startswith("[SE-6.6] steps[4] step take_next"), text
     assert "step take_next is not enabled" in text and "enter_drain" in text, text
 
 

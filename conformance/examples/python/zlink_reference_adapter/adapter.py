@@ -23,6 +23,13 @@ How it keeps the protocol's promises
   gets while a command other than ``settle`` is carried out is set by
   ``ZLINK_ADAPTER_PROGRESS`` (``default``, ``lazy``: not at all, ``eager``: until idle);
   the kit's tests run every case in all three, since a case must not depend on it.
+* **Held steps (capability ``held_steps``).** A bare queue created with ``held`` is a
+  ``zlink_reference.testing.held.HeldQueue``: its runtime takes none of its own steps
+  (enter the drain, take the next turn, end a slice, leave the drain, requeue a
+  returned call's work) until a ``step`` command names one, which it refuses when the
+  step is not enabled. Declared on the interpreted build only (the compiled one does
+  not dispatch to the held subclass), and left out with
+  ``ZLINK_ADAPTER_HELD_STEPS=off``.
 * **A debug build.** The reference's SE-8.1 ownership checks are switched on
   (``set_ownership_checks``, decision D-25): code that assumes serial ownership and is
   reached from elsewhere raises ``ZLinkNotOnLaneError`` inside the case that caused it.
@@ -112,6 +119,9 @@ SETTLE_TURNS = 100_000
 # "eager" runs it until idle after every command. Cases must pass in all three.
 PROGRESS_VARIABLE = "ZLINK_ADAPTER_PROGRESS"
 PROGRESS_MODES = ("default", "lazy", "eager")
+# Whether the handshake declares held_steps (ZLINK_ADAPTER_HELD_STEPS, "on" by default
+# where the build offers it; "off" shows what the protocol reaches without it).
+HELD_STEPS_VARIABLE = "ZLINK_ADAPTER_HELD_STEPS"
 # submit_concurrent: at most this many threads, and this long for each to hand its
 # submission to the loop (a bound against an adapter bug, never a verdict).
 CONCURRENT_LIMIT = 16
@@ -292,6 +302,8 @@ class ReferenceAdapter:
         if progress not in PROGRESS_MODES:
             raise ValueError(f"progress must be one of {', '.join(PROGRESS_MODES)}")
         self._progress = progress
+        self._held_steps = held.AVAILABLE and \
+            os.environ.get(HELD_STEPS_VARIABLE, "on").strip().lower() != "off"
         self._in = stdin
         self._out = stdout
         self._err = stderr
@@ -417,9 +429,10 @@ class ReferenceAdapter:
             "protocol": PROTOCOL_VERSION,
             "runtime": {"name": "zlink-reference", "version": __version__,
                         "language": f"python {sys.version_info.major}.{sys.version_info.minor}"},
-            # held_steps needs the interpreted build (zlink_reference.testing.held).
+            # held_steps needs the interpreted build (zlink_reference.testing.held), and
+            # ZLINK_ADAPTER_HELD_STEPS=off leaves it out (a runtime driven from outside).
             "capabilities": sorted(c for c in CAPABILITIES
-                                   if c != "held_steps" or held.AVAILABLE),
+                                   if c != "held_steps" or self._held_steps),
             "surface": surface(),
             "members": members(),
         }
@@ -516,7 +529,7 @@ class ReferenceAdapter:
             elif type_ == "session":
                 obj = ZLinkSessionSerialExecutor(name, policy=policy, **common)
             elif type_ == "queue" and cmd.get("held"):
-                if not held.AVAILABLE:
+                if not self._held_steps:
                     raise CommandError("unsupported", "held queues need the interpreted "
                                                       "build of the reference")
                 obj = held.HeldQueue(policy, name=name, **common)
