@@ -157,3 +157,50 @@ def test_AP_8_is_read_from_the_log_alone() -> None:
     other.sent({"cmd": "create", "target": "Q", "type": "queue"})
     other.event(Event("started", {"work": "a", "owner": "Q"}))
     assert held_step_faults(other.entries) == []
+
+
+def test_SE_6_7_a_held_requeue_waits_for_its_call_and_its_step() -> None:
+    """In process, on the seam itself: a yielded work's requeue is refused before its
+    call returned and after it was granted once; granted, it happens on the loop, and
+    the turn comes back only on take_next."""
+    import asyncio
+
+    from zlink_reference import ZLinkExecutionLanePolicy, yield_framework_call
+    from zlink_reference.testing import run_until_idle
+    from zlink_reference.testing.held import HeldQueue, HeldStepError
+
+    async def walk() -> list[str]:
+        seen: list[str] = []
+        queue = HeldQueue(ZLinkExecutionLanePolicy(), name="Q",
+                          observer=lambda q, event, fields: seen.append(event))
+        call: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+        async def work() -> None:
+            await yield_framework_call(call)
+
+        handle = queue.enqueue(work)
+        await run_until_idle()
+        assert seen == ["admit"]  # the drain is due, not entered
+        queue.step(ENTER_DRAIN)
+        queue.step(TAKE_NEXT)
+        await run_until_idle()
+        queue.step(EXIT_DRAIN)
+        with pytest.raises(HeldStepError, match="its call has not returned"):
+            queue.step(REQUEUE, handle)
+        call.set_result(None)
+        await run_until_idle()
+        assert seen[-1] == EXIT_DRAIN  # the call returned; no requeue of its own
+        queue.step(REQUEUE, handle)
+        with pytest.raises(HeldStepError, match="granted already"):
+            queue.step(REQUEUE, handle)
+        await run_until_idle()
+        queue.step(ENTER_DRAIN)
+        queue.step(TAKE_NEXT)
+        await run_until_idle()
+        queue.step(EXIT_DRAIN)
+        assert handle.done()
+        return seen
+
+    assert asyncio.run(walk()) == [
+        "admit", ENTER_DRAIN, TAKE_NEXT, "yield_turn", EXIT_DRAIN, REQUEUE, ENTER_DRAIN,
+        TAKE_NEXT, "finish", EXIT_DRAIN]
