@@ -20,8 +20,10 @@ shell's drain loop stops as if the slice were over without changing a flag; and
 busy, does nothing: the core's ``drain_scheduled`` already says a drain is due. A work's
 requeue waits in ``HeldQueue._yield``, which gives the shell's own ``_yield`` an
 awaitable that ends only once the call returned *and* ``step`` granted the requeue.
-Nothing of this is imported by the runtime; a queue that is not a ``HeldQueue`` runs the
-code it always ran.
+The step itself runs the shell's own code through its seam: ``enter_posted_drain`` (the
+drain posting, run now), ``continue_drain`` (the drain's next step with no turn held, as
+after a yield) and ``yield_turn_until`` (the shell's Yield). Nothing of this is imported
+by the runtime; a queue that is not a ``HeldQueue`` runs the code it always ran.
 
 The seam needs the interpreted build: a compiled core and shell do not dispatch to an
 interpreted subclass (``AVAILABLE`` is False there, and the module has no ``HeldQueue``).
