@@ -17,11 +17,14 @@ import json
 from pathlib import Path
 
 import pytest
+from jsonschema import Draft202012Validator
+from referencing import Registry, Resource
 
 from zlink_conformance.catalog import load_catalogue, needed_capabilities
 from zlink_conformance.explore import Declared, ExploreConfig, explore
 from zlink_conformance.explore.graph import RUNTIME_ACTIONS, GraphStrategy
 from zlink_conformance.oracle.log import CaseLog
+from zlink_conformance.protocol.schemas import load_schema, schema_texts
 from zlink_conformance.protocol.wire import CAPABILITIES, Event, Reply
 from zlink_conformance.runner import Runner
 from zlink_conformance.selftest import rule_matches
@@ -254,7 +257,17 @@ def test_SE_6_4_the_held_walk_kills_a_mutant_seen_only_between_two_turns(
     assert finding.rule == "SE-6.4", finding.to_json()["messages"]
     assert finding.replayed
     assert finding.parted is not None and "(EndSlice)" in finding.parted
-    # the case written replays on the correct reference, held, and passes there
+    # the case written is a case file of the suite's format (held create, step commands)
+    files = list(tmp_path.glob("found_*.json"))
+    assert len(files) == 1
+    written = json.loads(files[0].read_text(encoding="utf-8"))
+    assert "held_steps" in written["capabilities"]
+    assert any(step.get("cmd") == "step" for step in written["steps"])
+    schema = Draft202012Validator(load_schema("case.schema.json"), registry=Registry()
+                                  .with_resources((uri, Resource.from_contents(text))
+                                                  for uri, text in schema_texts().items()))
+    assert [e.message for e in schema.iter_errors(written)] == []
+    # it replays on the correct reference, held, and passes there
     with Runner(reference_adapter_command(), env=child_env()) as runner:
         assert runner.run(load_catalogue(tmp_path).cases).results[0].status == "passed"
 
