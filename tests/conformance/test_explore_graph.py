@@ -257,6 +257,8 @@ def test_SE_6_4_the_held_walk_kills_a_mutant_seen_only_between_two_turns(
     assert finding.rule == "SE-6.4", finding.to_json()["messages"]
     assert finding.replayed
     assert finding.parted is not None and "(EndSlice)" in finding.parted
+    # shrunk along the model only: a shorter path of the graph through one of its moves
+    assert finding.shrunk is not None and finding.shrunk.size < finding.scenario.size
     # the case written is a case file of the suite's format (held create, step commands)
     files = list(tmp_path.glob("found_*.json"))
     assert len(files) == 1

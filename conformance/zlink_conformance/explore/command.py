@@ -144,7 +144,7 @@ def explore_command(args: argparse.Namespace, argv: list[str] | None) -> int:
     Against an adapter that declares held_steps (its queue takes none of its own steps
     until a step command names one: enter the drain, take the next turn, end a slice,
     leave the drain, requeue), those steps are commands too and the walk takes every
-    transition of the graph; such a path is not shrunk (it is the case).
+    transition of the graph; such a path is shrunk only to shorter paths of the model.
 
     A failure is re-run --repeat times: one that fails the same way every time is shrunk
     (fewer commands, works, ops, smaller numbers) to a smallest scenario that still breaks

@@ -268,9 +268,9 @@ class _Walk:
         move, then moves not taken yet (from where the path is, or a few moves on) until
         the path has ``max_steps`` moves, then the shortest way home, taking moves not
         taken yet where they lead as close."""
-        parent = self._tree()
+        parent = self.tree = self._tree()
         moves = self.moves
-        home = self._home()
+        home = self.home = self._home()
         taken = bytearray(len(moves))
         fresh = [0] * len(self.g.states)  # state -> moves out of it not taken yet
         for move in moves:
@@ -314,6 +314,22 @@ class _Walk:
                 here = moves[m].target
             out.append(path)
         return out
+
+    def through(self, m: int) -> list[int]:
+        """The shortest held path through move ``m``: the shortest walk of moves from
+        Init to its source, the move, and the shortest way home from its target (after
+        ``paths``)."""
+        prefix: list[int] = []
+        state = self.moves[m].source
+        while self.tree[state] != -1:
+            prefix.append(self.tree[state])
+            state = self.moves[self.tree[state]].source
+        path = [*reversed(prefix), m]
+        here = self.moves[m].target
+        while self.home[here][0]:
+            path.append(self.home[here][1])
+            here = self.moves[path[-1]].target
+        return path
 
     def _home(self) -> dict[int, tuple[int, int]]:
         """State -> (moves to the nearest state where no accepted work is live and the
@@ -557,6 +573,19 @@ class GraphStrategy:
         if getattr(self, "held", False):
             create["held"] = True
         return create
+
+    def shorter(self, scenario: Scenario) -> list[Scenario]:
+        """Shorter model paths to try in place of a failing held path, shortest first:
+        for each of its moves, the shortest path through it (``_Walk.through``). Each is a
+        path of the model, so every step it asks for is enabled on a runtime that
+        follows the model: the shrinker of a held scenario (which cannot drop commands)
+        keeps the shortest that still fails the same way."""
+        if not self.held or self.walk is None or scenario.index >= len(self.paths):
+            return []
+        path = self.paths[scenario.index]
+        found = {tuple(self.walk.through(m)) for m in path}
+        return [Scenario(self._body(p), self.seed, scenario.index, self.name)
+                for p in sorted(found, key=lambda p: (len(p), p)) if len(p) < len(path)]
 
     def scenario(self, index: int) -> Scenario | None:
         """Path ``index`` as a scenario; None past the last path."""
