@@ -22,7 +22,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Final
 
-from zlink_model.vocabulary import DISPOSE_AFTER_TIMEOUT
+from zlink_model.vocabulary import DISPOSE_AFTER_TIMEOUT, REQUEUE
 
 from .oracle.attribution import candidates
 from .oracle.checks import KIND_REASONS, KIND_RULES, Check, parse_check
@@ -332,6 +332,7 @@ class _Builder:
         self.targets: dict[str, TargetInfo] = {}
         self.works: dict[str, WorkInfo] = {}
         self.waiters: set[str] = set()
+        self.held: set[str] = set()  # targets created with held (capability held_steps)
         self.needs: set[str] = set()
         self.mentioned: list[tuple[str, str]] = []  # (work, where) named by checks/ops
         self.command_id = 0
@@ -388,6 +389,12 @@ class _Builder:
             self.needs.add(needs[name])
         if name in ("complete", "fail"):
             self.needs.add("yield")
+        if name == "step":
+            self.needs.add("held_steps")
+            if target in self.targets and target not in self.held:
+                self.problems.append(f"{where}: step needs a target created with held")
+            if msg.get("step") == REQUEUE and "work" not in msg:
+                self.problems.append(f"{where}: step requeue names the work")
         if name in ("await", "await_quiescence", "runtime_end"):
             waiter = str(msg.get("waiter"))
             if waiter in self.waiters:
@@ -419,6 +426,11 @@ class _Builder:
             self.needs.add(type_)
         if "zombie_warn_after_ms" in msg:
             self.needs.add("zombie_warning")
+        if msg.get("held"):
+            self.needs.add("held_steps")
+            self.held.add(name)
+            if type_ != "queue":
+                self.problems.append(f"{where}: only a bare queue is held")
         self.targets[name] = TargetInfo(name, type_, kind if type_ == "spot" else None,
                                         mode if type_ == "spot" else None)
 

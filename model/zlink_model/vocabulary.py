@@ -46,6 +46,7 @@ __all__ = [
     "EXIT_DRAIN",
     "EXPIRE_TIMEOUT",
     "FINISH",
+    "HELD_STEPS",
     "OUTCOMES",
     "PHASES",
     "PLAIN_TRANSITIONS",
@@ -180,6 +181,10 @@ PLAIN_TRANSITIONS: Final[tuple[tuple[str, str, str], ...]] = (
                           "(no transition: the state of the lane is unchanged)"),
     ("promote_current", "", "the turn holder alone becomes a record"),
 )
+# The runtime's own steps on a queue: taken alone and at once by a runtime left to
+# itself, one at a time on a ``step`` command under the adapter protocol's capability
+# ``held_steps`` (the model's EnterDrain, TakeNext, EndSlice, ExitDrain, Requeue).
+HELD_STEPS: Final[tuple[str, ...]] = (ENTER_DRAIN, TAKE_NEXT, END_SLICE, EXIT_DRAIN, REQUEUE)
 # The three calls that dispose a scope (SD-1), as the wire's dispose modes name them too.
 DISPOSALS: Final[tuple[str, ...]] = (DISPOSE, DISPOSE_SAFELY, DISPOSE_AFTER_TIMEOUT)
 _BY_EVENT: Final[Mapping[str, Transition]] = {t.event: t for t in TRANSITIONS}

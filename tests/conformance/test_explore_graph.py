@@ -12,16 +12,20 @@ about, no failure, no log off its path) is the slow test.
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
 import pytest
+from jsonschema import Draft202012Validator
+from referencing import Registry, Resource
 
 from zlink_conformance.catalog import load_catalogue, needed_capabilities
 from zlink_conformance.explore import Declared, ExploreConfig, explore
 from zlink_conformance.explore.graph import RUNTIME_ACTIONS, GraphStrategy
 from zlink_conformance.oracle.log import CaseLog
-from zlink_conformance.protocol.wire import CAPABILITIES, Event
+from zlink_conformance.protocol.schemas import load_schema, schema_texts
+from zlink_conformance.protocol.wire import CAPABILITIES, Event, Reply
 from zlink_conformance.runner import Runner
 from zlink_conformance.selftest import rule_matches
 from zlink_reference_adapter import PRELOAD_FILE, reference_adapter_command
@@ -30,6 +34,13 @@ from kit_helpers import child_env
 
 
 def _everything() -> GraphStrategy:
+    """Every capability but held_steps: the walk of a runtime driven from outside."""
+    return GraphStrategy(Declared.of([c for c in CAPABILITIES if c != "held_steps"], None),
+                         seed=0)
+
+
+def _held() -> GraphStrategy:
+    """Every capability, held_steps included: the runtime's own steps are commands."""
     return GraphStrategy(Declared.of(list(CAPABILITIES), None), seed=0)
 
 
@@ -77,6 +88,72 @@ def test_SE_10_14_graph_bounds_what_any_runtime_driven_from_outside_can_reach() 
         f"SE-10.14: docs/conformance.md does not state the computed bound ({figure})")
     assert any(line.startswith(f"  at most {len(walk.ceiling):,} ")
                for line in strategy.coverage.lines())
+
+
+def test_SE_10_14_held_graph_paths_take_every_transition_and_end_at_rest() -> None:
+    strategy = _held()
+    walk = strategy.walk
+    assert walk is not None and strategy.held
+    steps = strategy.g.steps
+    # every transition of the graph is a move of its own, the runtime's included
+    assert walk.drivable == frozenset(range(len(steps))) and len(steps) == 35466
+    assert all(len(move.steps) == 1 for move in walk.moves)
+    on_paths = {m for path in strategy.paths for m in path}
+    assert on_paths == set(range(len(walk.moves)))
+    for path in strategy.paths:
+        here = 0
+        for m in path:
+            assert walk.moves[m].source == here
+            here = walk.moves[m].target
+        # each path ends with every work it admitted ended and the drain idle
+        end = strategy.g.states[here]
+        assert not end.draining and not end.drain_scheduled
+        assert all(p in ("new", "done", "rejected") for p in end.phase), end
+    # the bound of a runtime driven from outside is still computed, and printed
+    lines = strategy.coverage.lines()
+    assert f"without them at most {len(walk.ceiling):,} " in lines[1], lines[1]
+
+
+def test_SE_10_14_held_graph_scenarios_send_the_runtime_s_steps_as_commands() -> None:
+    strategy = _held()
+    caps = set(CAPABILITIES)
+    seen: set[str] = set()
+    for index in range(0, len(strategy.paths), 61):
+        scenario = strategy.scenario(index)
+        assert scenario is not None and scenario.well_formed()
+        assert "held_steps" in needed_capabilities(scenario.steps())
+        assert set(needed_capabilities(scenario.steps())) <= caps
+        body = scenario.body
+        assert body[0]["held"] is True
+        assert scenario.tail() == []  # every gate opened, every call completed in the body
+        for before, message in itertools.pairwise(body):
+            if message["cmd"] == "step":
+                seen.add(message["step"])
+            if message["cmd"] == "close":
+                assert before["cmd"] == "settle"
+    assert seen == {"enter_drain", "take_next", "end_slice", "exit_drain", "requeue"}
+
+
+def test_SE_10_14_held_graph_reports_a_refused_step_with_the_model_state() -> None:
+    strategy = _held()
+    index = next(i for i in range(len(strategy.paths)) if len(strategy.expected(i)) >= 3)
+    scenario = strategy.scenario(index)
+    assert scenario is not None
+    at: list[int] = []
+    body = strategy._body(strategy.paths[index], at)
+    k = next(k for k, m in enumerate(body) if m["cmd"] == "step" and k > 2)
+    log = CaseLog()
+    log.sent({"cmd": "reset"})
+    for message in body[:k + 1]:
+        log.sent(message)
+    for n, _step, (name, work) in strategy._expected(strategy.paths[index]):
+        if n < at[k]:  # the moves before the refused one went as the model says
+            log.event(Event(name, {"work": work, "owner": "Q"}))
+    log.reply(Reply(k + 2, False, {}, "bad_command", "Q: step take_next is not enabled"))
+    parted = strategy.observe(scenario, log)
+    assert parted is not None
+    assert f"move {at[k] + 1} of " in parted and "the adapter refused its command" in parted
+    assert "step take_next is not enabled" in parted and "current=" in parted
 
 
 def test_SE_10_14_graph_scenarios_are_well_formed_and_use_what_is_declared() -> None:
@@ -133,8 +210,11 @@ def test_SE_10_14_graph_reports_the_state_where_code_and_model_part() -> None:
     assert strategy.coverage.parted[-1] == (index, parted)
 
 
-def _mutant_env(name: str) -> dict[str, str]:
-    return child_env(ZLINK_ADAPTER_PRELOAD=str(PRELOAD_FILE), ZLINK_MUTANT_NAME=name)
+def _mutant_env(name: str, held: bool = False) -> dict[str, str]:
+    """The reference adapter with mutant ``name`` on; without held_steps unless
+    ``held`` (the walk of a runtime driven from outside)."""
+    return child_env(ZLINK_ADAPTER_PRELOAD=str(PRELOAD_FILE), ZLINK_MUTANT_NAME=name,
+                     ZLINK_ADAPTER_HELD_STEPS="on" if held else "off")
 
 
 # Catalogued mutants of the reference the graph walk kills early on its path order
@@ -163,8 +243,60 @@ def test_SE_10_14_graph_kills_catalogued_mutants_and_shrinks_them(
         assert runner.run(load_catalogue(tmp_path).cases).results[0].status == "passed"
 
 
+def test_SE_6_4_the_held_walk_kills_a_mutant_seen_only_between_two_turns(
+        tmp_path: Path) -> None:
+    """``time_budget_ignored`` never ends a slice: on one queue the order of turns is the
+    same, so a walk that cannot stand between two turns sees nothing (the slow test
+    below walks every path of it); the held walk asks for the end of the slice there."""
+    config = ExploreConfig(reference_adapter_command(), runs=20, out=tmp_path,
+                           env=_mutant_env("time_budget_ignored", held=True),
+                           strategy="graph", repeat=1)
+    report = explore(config, say=lambda line: None)
+    assert report.verdict == "FAIL"
+    finding = report.findings[0]
+    assert finding.rule == "SE-6.4", finding.to_json()["messages"]
+    assert finding.replayed
+    assert finding.parted is not None and "(EndSlice)" in finding.parted
+    # shrunk along the model only: a shorter path of the graph through one of its moves
+    assert finding.shrunk is not None and finding.shrunk.size < finding.scenario.size
+    # the case written is a case file of the suite's format (held create, step commands)
+    files = list(tmp_path.glob("found_*.json"))
+    assert len(files) == 1
+    written = json.loads(files[0].read_text(encoding="utf-8"))
+    assert "held_steps" in written["capabilities"]
+    assert any(step.get("cmd") == "step" for step in written["steps"])
+    schema = Draft202012Validator(load_schema("case.schema.json"), registry=Registry()
+                                  .with_resources((uri, Resource.from_contents(text))
+                                                  for uri, text in schema_texts().items()))
+    assert [e.message for e in schema.iter_errors(written)] == []
+    # it replays on the correct reference, held, and passes there
+    with Runner(reference_adapter_command(), env=child_env()) as runner:
+        assert runner.run(load_catalogue(tmp_path).cases).results[0].status == "passed"
+
+
+@pytest.mark.slow
+def test_SE_6_4_the_walk_without_held_steps_does_not_kill_it(tmp_path: Path) -> None:
+    config = ExploreConfig(reference_adapter_command(), runs=None, out=tmp_path,
+                           env=_mutant_env("time_budget_ignored"), strategy="graph")
+    report = explore(config, say=lambda line: None)
+    assert report.verdict == "PASS"
+
+
 @pytest.mark.slow
 def test_SE_10_14_graph_drives_every_transition_the_protocol_can_bring_about(
+        tmp_path: Path) -> None:
+    config = ExploreConfig(reference_adapter_command(), runs=None, out=tmp_path,
+                           env=child_env(ZLINK_ADAPTER_HELD_STEPS="off"), strategy="graph")
+    report = explore(config, say=lambda line: None)
+    assert report.verdict == "PASS", [f.to_json()["messages"] for f in report.findings]
+    assert report.graph is not None
+    graph = report.graph.report()
+    assert graph["driven"] == graph["drivable"] > 0
+    assert graph["left_the_path"] == []
+
+
+@pytest.mark.slow
+def test_SE_10_14_the_held_walk_drives_every_transition_of_the_graph(
         tmp_path: Path) -> None:
     config = ExploreConfig(reference_adapter_command(), runs=None, out=tmp_path,
                            env=child_env(), strategy="graph")
@@ -172,5 +304,6 @@ def test_SE_10_14_graph_drives_every_transition_the_protocol_can_bring_about(
     assert report.verdict == "PASS", [f.to_json()["messages"] for f in report.findings]
     assert report.graph is not None
     graph = report.graph.report()
-    assert graph["driven"] == graph["drivable"] > 0
+    assert graph["held_steps"] is True
+    assert graph["driven"] == graph["drivable"] == graph["transitions"] == 35466
     assert graph["left_the_path"] == []

@@ -78,7 +78,9 @@ def declared(report: SuiteReport) -> set[str]:
 @needs_node
 def test_the_node_adapter_declares_every_capability(node_run: SuiteReport,
                                                     catalogue: Catalogue) -> None:
-    assert declared(node_run) == set(CAPABILITIES)
+    # every capability but held_steps, which the examples need not offer (the walk of
+    # a runtime driven from outside is theirs: docs/conformance.md, "Held steps")
+    assert declared(node_run) == set(CAPABILITIES) - {"held_steps"}
     assert node_run.handshake is not None and node_run.handshake.unknown_capabilities == ()
     needed = {cap for case in catalogue.cases for cap in case.capabilities}
     assert needed <= declared(node_run)

@@ -68,7 +68,8 @@ def add_parser(sub: Any, default: str, prog: str) -> argparse.ArgumentParser:
                    help="how scenarios are made: random (the default) draws them from the "
                         "handshake by seed; graph walks the model's bounded SerialQueue "
                         "graph (one bare queue) along paths that cover every transition "
-                        "the protocol can bring about, and prints the fraction driven")
+                        "the protocol can bring about (every one, with an adapter that "
+                        "declares held_steps), and prints the fraction driven")
     p.add_argument("--seed", type=int, default=0, metavar="S",
                    help="the seed: the same seed gives the same scenarios (default 0)")
     p.add_argument("--start", type=_count, default=0, metavar="N",
@@ -140,6 +141,10 @@ def explore_command(args: argparse.Namespace, argv: list[str] | None) -> int:
     first state where code and model part is reported. Its coverage lines give the
     transitions driven, of those the protocol can bring about and of all, and the rest
     by the reason they are out of reach (an interleaving the runtime decides alone).
+    Against an adapter that declares held_steps (its queue takes none of its own steps
+    until a step command names one: enter the drain, take the next turn, end a slice,
+    leave the drain, requeue), those steps are commands too and the walk takes every
+    transition of the graph; such a path is shrunk only to shorter paths of the model.
 
     A failure is re-run --repeat times: one that fails the same way every time is shrunk
     (fewer commands, works, ops, smaller numbers) to a smallest scenario that still breaks

@@ -9,7 +9,8 @@ never shows, the event that cannot come without them: a ``resumed`` implies the
 onto the Spot queue, an accepted ``close``/``dispose`` command its transition); a rule
 when a transition of its row was reached or a scenario exercised the feature the rule
 is about (``FEATURE_RULES``). What the wire cannot show at all (the drain's own
-``end_slice``) is listed as such, never as reached.
+``end_slice``) is listed as such, never as reached from events; a held queue's ``step``
+the adapter answered (capability ``held_steps``) counts the step it names.
 """
 
 from __future__ import annotations
@@ -43,7 +44,9 @@ __all__ = ["FEATURE_RULES", "UNSEEN_TRANSITIONS", "Coverage"]
 # Transitions no log can show, with why.
 UNSEEN_TRANSITIONS: Final[Mapping[str, str]] = {
     END_SLICE: "where a slice ends is the drain's own business; within one owner the "
-                 "order of turns does not depend on it, and the wire has no event for it",
+                 "order of turns does not depend on it, and the wire has no event for it "
+                 "(a held queue's step end_slice, capability held_steps, brings it about "
+                 "and counts it)",
 }
 # Features a scenario exercises, and the rule each is about.
 FEATURE_RULES: Final[Mapping[str, str]] = {
@@ -190,9 +193,16 @@ def _features(s: Scenario) -> list[str]:
 
 
 def _command_transitions(log: CaseLog) -> set[str]:
-    """Transitions an accepted command brings about (close, the disposals)."""
+    """Transitions an accepted command brings about (close, the disposals, a held
+    queue's own step that the adapter took on its ``step`` command)."""
     out: set[str] = set()
     sent = [m for d, m in log.entries if d == "sent"]
+    last: dict[str, Any] = {}
+    for direction, m in log.entries:
+        if direction == "sent":
+            last = m
+        elif "re" in m and m.get("ok") is True and last.get("cmd") == "step":
+            out.add(str(last.get("step")))
     for m in sent:
         if m.get("cmd") == CLOSE_COMMAND:
             out.add(CLOSE)

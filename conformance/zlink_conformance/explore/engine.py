@@ -259,7 +259,8 @@ def explore(config: ExploreConfig, say: Say = print) -> ExploreReport:
                 by_signature[sig] = finding
                 report.findings.append(finding)
                 if not finding.flaky:
-                    _shrink(runner, finding, rules, caps, config, hs.name, say)
+                    _shrink(runner, finding, rules, caps, config, hs.name, say,
+                            graph.shorter(scenario) if graph is not None else [])
                 if not finding.flaky and not config.keep_going:
                     break
             if time.monotonic() - last_note > 10:
@@ -328,7 +329,8 @@ def _confirm(runner: Runner, scenario: Scenario, case: Case, result: CaseResult,
 
 
 def _shrink(runner: Runner, finding: Finding, rules: Mapping[str, str],
-            caps: Sequence[str], config: ExploreConfig, runtime: str, say: Say) -> None:
+            caps: Sequence[str], config: ExploreConfig, runtime: str, say: Say,
+            model_paths: Sequence[Scenario] = ()) -> None:
     sig = (finding.rule, finding.invariant)
 
     def still_fails(candidate: Scenario) -> bool:
@@ -338,7 +340,8 @@ def _shrink(runner: Runner, finding: Finding, rules: Mapping[str, str],
     def valid(candidate: Scenario) -> bool:
         return _case(candidate, rules, caps) is not None
 
-    done = shrink(finding.scenario, still_fails, valid, max_seconds=config.shrink_seconds)
+    done = shrink(finding.scenario, still_fails, valid, max_seconds=config.shrink_seconds,
+                  model_paths=model_paths)
     finding.shrunk, finding.shrink_runs, finding.shrink_seconds = (
         done.scenario, done.runs, done.seconds)
     before, after = finding.scenario.size, done.scenario.size

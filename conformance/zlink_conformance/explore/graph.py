@@ -32,11 +32,25 @@ not yet taken from there for as long as there are some and the path is shorter t
 script made from the turns the path gives it (a gate at the start of each turn, then a
 ``call`` if the turn ends in a yield), and one command and one ``settle`` a move.
 
+**Held steps.** An adapter that declares ``held_steps`` (specs/adapter-protocol.md,
+"Held steps") offers a queue whose runtime takes none of its own steps until a ``step``
+command names one. Then every state of the graph is one the runtime rests in, every
+transition is a move of its own (a runtime action is a ``step`` command: EnterDrain
+``enter_drain``, TakeNext ``take_next``, EndSlice ``end_slice``, ExitDrain ``exit_drain``,
+Requeue ``requeue`` of the work), and the walk reaches the whole graph, past the bound
+of a runtime driven from outside (``_Walk._ceiling``), which the coverage still prints.
+A held path ends where every work it admitted has ended and the drain is idle, so it
+needs no releasing tail (which a held runtime would not act on); a ``settle`` follows
+only the moves after which the runtime's loop has work of its own (a turn taken, a
+requeue, a gate opened), and comes before each ``close``.
+
 The log of each scenario is judged by the oracle like every scenario; then its events
 (``accepted``, ``rejected``, ``started``, ``resumed``, ``yielded``, ``finished``) are
 compared with the path's: the moves before the first difference are *driven* (a move
 with no event of its own, a call's return say, counts when no event before it differed),
-and the first difference is reported with the model state where code and model part.
+and the first difference is reported with the model state where code and model part
+(a command the adapter refused, a held step not enabled in its state, say, is the
+difference at its move).
 """
 
 from __future__ import annotations
@@ -48,7 +62,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Final
 
 from zlink_model.statespace import BUDGET_MS, SERIAL_QUEUE_CI, Graph, State, graph
-from zlink_model.vocabulary import tla_actions
+from zlink_model.vocabulary import HELD_STEPS, tla_actions
 
 from ..catalog import needed_capabilities
 from ..oracle.log import CaseLog
@@ -78,6 +92,16 @@ _UNREACHED: Final = ("its source state is reached only through one of the interl
 # outside never rests there, however finely its adapter holds it between commands.
 _BETWEEN_TURNS: Final = frozenset({"TakeNext", "EndSlice", "ExitDrain"})
 _QUEUE: Final = "Q"
+# The held moves after which the runtime's loop has work of its own to do before the
+# next command (a work's code runs on the turn taken, to its gate, call or end; a
+# requeue happens in the work's task): a settle waits for it. Every other held move
+# (a submission, a call's return, a clock move, a close, a drain step with no work to
+# run) is done when its command is answered.
+_SETTLED: Final = frozenset({"TakeNext", "Requeue", "Finish", "YieldTurn"})
+# A held path ends where every work it admitted has ended: each phase one of these.
+_AT_HOME: Final = frozenset({"new", "done", "rejected"})
+# How far a held path looks for a move not taken yet before it heads home.
+_SEARCH: Final = 4
 # The wire events of the graph's actions, from the vocabulary's rows (TLA+ action name ->
 # row): the first of each row's events is the one a path shows (an admission's
 # ``accepted``, a finish's ``finished``, a take's ``started``; a take of a resume permit
@@ -87,6 +111,11 @@ _EVENT_OF: Final[Mapping[str, str]] = {
     action: _ROW[action].wire[0] for action in ("Admit", "Reject", "YieldTurn", "Finish")}
 _STARTED, _RESUMED = _ROW["TakeNext"].wire
 _WATCHED: Final = frozenset({*_EVENT_OF.values(), _STARTED, _RESUMED})
+# A held runtime's own steps, as the step command names them: the core transition of
+# each action's row (the vocabulary's HELD_STEPS).
+_STEP_OF: Final[Mapping[str, str]] = {action: _ROW[action].event
+                                      for action in RUNTIME_ACTIONS}
+assert set(_STEP_OF.values()) == set(HELD_STEPS)
 
 
 def _kind(action: str) -> str:
@@ -104,15 +133,19 @@ class _Move:
 
 
 class _Walk:
-    """The graph cut into moves, and the paths that cover them."""
+    """The graph cut into moves, and the paths that cover them. ``held``: the adapter
+    holds its runtime's own steps (capability ``held_steps``), so every state is one it
+    rests in and every transition is a move of its own, the runtime's included."""
 
-    def __init__(self, g: Graph, allowed: frozenset[str]) -> None:
+    def __init__(self, g: Graph, allowed: frozenset[str], held: bool = False) -> None:
         self.g = g
+        self.held = held
         out: dict[int, list[int]] = collections.defaultdict(list)
         for i, (src, _action, _dst) in enumerate(g.steps):
             out[src].append(i)
         self.out = out
-        self.resting = {s for s in range(len(g.states)) if not self._runtime(s)}
+        self.resting = set(range(len(g.states))) if held else {
+            s for s in range(len(g.states)) if not self._runtime(s)}
         self.moves: list[_Move] = []
         self.moves_from: dict[int, list[int]] = collections.defaultdict(list)
         self.visited: set[int] = {0}  # states some move passes through
@@ -122,7 +155,8 @@ class _Walk:
             here = todo.pop()
             for i in out[here]:
                 action = g.steps[i][1]
-                if _kind(action) in RUNTIME_ACTIONS or _kind(action) not in allowed:
+                if (_kind(action) in RUNTIME_ACTIONS and not held) \
+                        or _kind(action) not in allowed:
                     continue
                 steps = [i]
                 state = g.steps[i][2]
@@ -185,9 +219,9 @@ class _Walk:
                 return _TRANSIENT[name]
         return _UNREACHED
 
-    def paths(self, max_steps: int) -> list[list[int]]:
-        """Paths of moves from the initial state that take every move at least once."""
-        parent: dict[int, int] = {0: -1}  # state -> the move that first reaches it
+    def _tree(self) -> dict[int, int]:
+        """State -> the move that first reaches it from Init, breadth first (-1: Init)."""
+        parent: dict[int, int] = {0: -1}
         frontier = collections.deque([0])
         while frontier:
             here = frontier.popleft()
@@ -196,6 +230,13 @@ class _Walk:
                 if there not in parent:
                     parent[there] = m
                     frontier.append(there)
+        return parent
+
+    def paths(self, max_steps: int) -> list[list[int]]:
+        """Paths of moves from the initial state that take every move at least once."""
+        if self.held:
+            return self._held_paths(max_steps)
+        parent = self._tree()
         taken: set[int] = set()
         out: list[list[int]] = []
         for first in range(len(self.moves)):
@@ -217,6 +258,126 @@ class _Walk:
             taken.update(path)
             out.append(path)
         return out
+
+
+    def _held_paths(self, max_steps: int) -> list[list[int]]:
+        """Paths for a held runtime, each from Init to a state where no accepted work is
+        live and the drain is idle, so that every work a path admits ends on it and the
+        scenario needs no releasing tail (a held runtime would not take the steps a tail
+        leaves to it). For each move not taken yet: the shortest walk to its source, the
+        move, then moves not taken yet (from where the path is, or a few moves on) until
+        the path has ``max_steps`` moves, then the shortest way home, taking moves not
+        taken yet where they lead as close."""
+        parent = self.tree = self._tree()
+        moves = self.moves
+        home = self.home = self._home()
+        taken = bytearray(len(moves))
+        fresh = [0] * len(self.g.states)  # state -> moves out of it not taken yet
+        for move in moves:
+            fresh[move.source] += 1
+
+        def take(m: int) -> None:
+            if not taken[m]:
+                taken[m] = 1
+                fresh[moves[m].source] -= 1
+
+        out: list[list[int]] = []
+        # the moves in the graph's breadth-first order: the shallow ones first, whose
+        # paths then go on deeper through moves not taken yet
+        for first in sorted(range(len(moves)), key=lambda m: moves[m].steps[0]):
+            if taken[first]:
+                continue
+            prefix: list[int] = []
+            state = moves[first].source
+            while parent[state] != -1:
+                prefix.append(parent[state])
+                state = moves[parent[state]].source
+            path = [*reversed(prefix), first]
+            for m in path:
+                take(m)
+            here = moves[first].target
+            while len(path) < max_steps:
+                step = next((m for m in self.moves_from[here] if not taken[m]), None)
+                route = [step] if step is not None else self._towards_fresh(here, fresh)
+                if not route:
+                    break
+                for m in route:
+                    path.append(m)
+                    take(m)
+                here = moves[route[-1]].target
+            while home[here][0]:
+                near = home[here][0]
+                m = next((m for m in self.moves_from[here] if not taken[m]
+                          and home[moves[m].target][0] < near), home[here][1])
+                path.append(m)
+                take(m)
+                here = moves[m].target
+            out.append(path)
+        return out
+
+    def through(self, m: int) -> list[int]:
+        """The shortest held path through move ``m``: the shortest walk of moves from
+        Init to its source, the move, and the shortest way home from its target (after
+        ``paths``)."""
+        prefix: list[int] = []
+        state = self.moves[m].source
+        while self.tree[state] != -1:
+            prefix.append(self.tree[state])
+            state = self.moves[self.tree[state]].source
+        path = [*reversed(prefix), m]
+        here = self.moves[m].target
+        while self.home[here][0]:
+            path.append(self.home[here][1])
+            here = self.moves[path[-1]].target
+        return path
+
+    def _home(self) -> dict[int, tuple[int, int]]:
+        """State -> (moves to the nearest state where no accepted work is live and the
+        drain is idle, the first of them); every state of the graph has a way there."""
+        states = self.g.states
+        into: dict[int, list[int]] = collections.defaultdict(list)
+        for m, move in enumerate(self.moves):
+            into[move.target].append(m)
+        home: dict[int, tuple[int, int]] = {}
+        frontier: collections.deque[int] = collections.deque()
+        for s in self.visited:
+            st = states[s]
+            if not st.draining and not st.drain_scheduled \
+                    and all(p in _AT_HOME for p in st.phase):
+                home[s] = (0, -1)
+                frontier.append(s)
+        while frontier:
+            here = frontier.popleft()
+            for m in into[here]:
+                src = self.moves[m].source
+                if src not in home:
+                    home[src] = (home[here][0] + 1, m)
+                    frontier.append(src)
+        lost = self.visited - set(home)
+        if lost:
+            raise AssertionError(f"{len(lost)} state(s) have no way to a quiet state")
+        return home
+
+    def _towards_fresh(self, here: int, fresh: list[int]) -> list[int]:
+        """The shortest walk (at most a few moves) to a state with a move not taken yet."""
+        seen: dict[int, int] = {here: -1}
+        frontier = collections.deque([(here, 0)])
+        while frontier:
+            state, depth = frontier.popleft()
+            if fresh[state] and state != here:
+                route = []
+                while seen[state] != -1:
+                    route.append(seen[state])
+                    state = self.moves[seen[state]].source
+                return route[::-1]
+            if depth >= _SEARCH:
+                continue
+            for m in self.moves_from[state]:
+                there = self.moves[m].target
+                if there not in seen:
+                    seen[there] = m
+                    frontier.append((there, depth + 1))
+        return []
 
 
 class GraphCoverage:
@@ -257,6 +418,7 @@ class GraphCoverage:
             "driven_of_drivable": round(len(self.driven) / drivable, 4) if drivable else 0.0,
             "driven_of_all": round(len(self.driven) / self.total, 4),
             "reachable_from_outside": len(self.walk.ceiling) if self.walk else 0,
+            "held_steps": bool(self.walk and self.walk.held),
             "drivable_not_driven": sorted(
                 f"{g.steps[i][0]}:{g.steps[i][1]}" for i in
                 (self.walk.drivable - self.driven if self.walk else ())),
@@ -274,7 +436,14 @@ class GraphCoverage:
                f"{self.total:,} transitions): {n:,} driven = "
                f"{_pct(n, len(drivable))} of the {len(drivable):,} the protocol can bring "
                f"about, {_pct(n, self.total)} of all"]
-        if self.walk:
+        if self.walk and self.walk.held:
+            bound = len(self.walk.ceiling)
+            out.append(f"  held steps (capability held_steps): the runtime's own steps "
+                       f"were commands too; without them at most {bound:,} "
+                       f"({_pct(bound, self.total)} of all) can be reached by driving any "
+                       f"runtime from outside, and {n:,} driven is "
+                       f"{_pct(n, bound)} of that bound")
+        elif self.walk:
             bound = len(self.walk.ceiling)
             out.append(f"  at most {bound:,} ({_pct(bound, self.total)} of all) can be "
                        "reached by driving any runtime from outside, however finely held: "
@@ -305,15 +474,16 @@ def _ci_graph() -> Graph:
 
 
 @functools.cache
-def _walk(allowed: frozenset[str]) -> _Walk:
-    """The moves of the ci graph with the environment actions ``allowed`` (made once)."""
-    return _Walk(_ci_graph(), allowed)
+def _walk(allowed: frozenset[str], held: bool = False) -> _Walk:
+    """The moves of the ci graph with the actions ``allowed`` (made once)."""
+    return _Walk(_ci_graph(), allowed, held)
 
 
 @functools.cache
-def _paths(allowed: frozenset[str], max_steps: int) -> tuple[list[int], ...]:
+def _paths(allowed: frozenset[str], max_steps: int, held: bool = False
+           ) -> tuple[list[int], ...]:
     """The paths over those moves (made once; each strategy copies the list)."""
-    return tuple(_walk(allowed).paths(max_steps))
+    return tuple(_walk(allowed, held).paths(max_steps))
 
 
 class GraphStrategy:
@@ -327,9 +497,15 @@ class GraphStrategy:
         self.bounds = SERIAL_QUEUE_CI
         self.g = _ci_graph()
         self.allowed, missing, unavailable = self._reach(declared)
-        self.walk = _walk(self.allowed) if unavailable is None else None
+        # Capability held_steps: the runtime's own steps are commands too, so the walk
+        # can stand in every state of the graph.
+        self.held = unavailable is None and "held_steps" in declared.capabilities
+        if self.held:
+            self.allowed = self.allowed | frozenset(RUNTIME_ACTIONS)
+        self.walk = _walk(self.allowed, self.held) if unavailable is None else None
         self.coverage = GraphCoverage(self.walk, self.allowed, missing, unavailable)
-        self.paths = list(_paths(self.allowed, self.max_steps)) if self.walk else []
+        self.paths = list(_paths(self.allowed, self.max_steps, self.held)) \
+            if self.walk else []
 
     @property
     def unavailable(self) -> str | None:
@@ -392,7 +568,24 @@ class GraphStrategy:
                 "owner_time_budget_ms": BUDGET_MS}
 
     def _create(self) -> dict[str, Any]:
-        return {"cmd": "create", "target": _QUEUE, "type": "queue", "policy": self._policy()}
+        create: dict[str, Any] = {"cmd": "create", "target": _QUEUE, "type": "queue",
+                                  "policy": self._policy()}
+        if getattr(self, "held", False):
+            create["held"] = True
+        return create
+
+    def shorter(self, scenario: Scenario) -> list[Scenario]:
+        """Shorter model paths to try in place of a failing held path, shortest first:
+        for each of its moves, the shortest path through it (``_Walk.through``). Each is a
+        path of the model, so every step it asks for is enabled on a runtime that
+        follows the model: the shrinker of a held scenario (which cannot drop commands)
+        keeps the shortest that still fails the same way."""
+        if not self.held or self.walk is None or scenario.index >= len(self.paths):
+            return []
+        path = self.paths[scenario.index]
+        found = {tuple(self.walk.through(m)) for m in path}
+        return [Scenario(self._body(p), self.seed, scenario.index, self.name)
+                for p in sorted(found, key=lambda p: (len(p), p)) if len(p) < len(path)]
 
     def scenario(self, index: int) -> Scenario | None:
         """Path ``index`` as a scenario; None past the last path."""
@@ -415,7 +608,10 @@ class GraphStrategy:
                     turns[w][-1] = "call" if kind == "YieldTurn" else "end"
         return turns
 
-    def _body(self, path: Sequence[int]) -> list[dict[str, Any]]:
+    def _body(self, path: Sequence[int], at: list[int] | None = None
+              ) -> list[dict[str, Any]]:
+        """The scenario of ``path``; ``at`` (if given) gets, for each command, the
+        number of the move it belongs to (-1 before the first)."""
         assert self.walk is not None
         turns = self._turns(path)
         scripts: dict[int, list[dict[str, Any]]] = {}
@@ -429,7 +625,9 @@ class GraphStrategy:
         body: list[dict[str, Any]] = [self._create(), {"cmd": "settle"}]
         gate_turn: dict[int, int] = collections.Counter()  # work -> turns begun
         last_call: dict[int, str] = {}
-        for m in path:
+        for n, m in enumerate(path):
+            if at is not None:
+                at.extend([n - 1] * (len(body) - len(at)))
             move = self.walk.moves[m]
             src = self.g.states[move.source]
             kind = _kind(move.action)
@@ -455,10 +653,21 @@ class GraphStrategy:
             elif kind == "BudgetExpires":
                 body.append({"cmd": "advance", "ms": BUDGET_MS})
             elif kind == "Close":
+                if self.held and body[-1]["cmd"] != "settle":
+                    body.append({"cmd": "settle"})  # a close comes after a settle
                 body.append({"cmd": CLOSE_COMMAND, "target": _QUEUE})
+            elif kind in _STEP_OF:
+                step: dict[str, Any] = {"cmd": "step", "target": _QUEUE,
+                                        "step": _STEP_OF[kind]}
+                if kind == "Requeue":
+                    step["work"] = f"w{move.action[len(kind) + 1:-1]}"
+                body.append(step)
             else:  # Terminated: the run rests at its end; nothing to send
                 continue
-            body.append({"cmd": "settle"})
+            if not self.held or kind in _SETTLED:
+                body.append({"cmd": "settle"})
+        if at is not None:
+            at.extend([len(path) - 1] * (len(body) - len(at)))
         return body
 
     # ------------------------------------------------------------ judging the path
@@ -482,6 +691,20 @@ class GraphStrategy:
                 elif kind in ("YieldTurn", "Finish"):
                     yield n, i, (_EVENT_OF[kind], f"w{self.g.states[src].current}")
 
+    def _refused(self, path: Sequence[int], log: CaseLog | None
+                 ) -> tuple[int, str] | None:
+        """(the move, the message) of the first command of ``path`` the adapter
+        refused, if any."""
+        found = _refused_command(log)
+        if found is None:
+            return None
+        at: list[int] = []
+        body = self._body(path, at)
+        k, message = found
+        if not 0 <= k < len(body) or at[k] < 0:
+            return None
+        return at[k], message
+
     def expected(self, index: int) -> list[tuple[str, str]]:
         """The events (name, work) path ``index`` shows, in order."""
         return [event for _, _, event in self._expected(self.paths[index])]
@@ -497,6 +720,17 @@ class GraphStrategy:
         expected = list(self._expected(path))
         parted: str | None = None
         good_moves = len(path)
+        refused = self._refused(path, log)
+        if refused is not None:
+            # a command the adapter refused (a held step not enabled in the runtime's
+            # state, say): the moves before its own are all that can count
+            n, message = refused
+            expected = [e for e in expected if e[0] < n]
+            good_moves = n
+            step = self.walk.moves[path[n]].steps[0]
+            parted = (f"move {n + 1} of {len(path)} ({self.walk.moves[path[n]].action}): "
+                      f"the adapter refused its command ({message}); the model state "
+                      f"there: {_describe(self.g.states[self.g.steps[step][0]])}")
         for k, (n, step, want) in enumerate(expected):
             got = seen[k] if k < len(seen) else None
             if got != want:
@@ -513,6 +747,21 @@ class GraphStrategy:
         if parted is not None:
             self.coverage.parted.append((scenario.index, parted))
         return parted
+
+
+def _refused_command(log: CaseLog | None) -> tuple[int, str] | None:
+    """(the number of the scenario's command, the message) of the first command the
+    adapter refused, counting from the scenario's first command (after the reset)."""
+    if log is None:
+        return None
+    k = -2  # the reset that readies the adapter comes first
+    for direction, msg in log.entries:
+        if direction == "sent":
+            k += 1
+        elif msg.get("ok") is False and "re" in msg:
+            error = msg.get("error") or {}
+            return k, f"{error.get('kind')}: {error.get('message')}"
+    return None
 
 
 def _describe(s: State) -> str:

@@ -14,7 +14,7 @@ so no variant ever leaves a work blocked for want of a command that was removed.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from .scenario import Scenario, walk_submissions
@@ -35,9 +35,25 @@ class ShrinkResult:
 
 def shrink(scenario: Scenario, still_fails: Callable[[Scenario], bool],
            valid: Callable[[Scenario], bool], *, max_runs: int = 400,
-           max_seconds: float = 60.0) -> ShrinkResult:
+           max_seconds: float = 60.0, model_paths: Sequence[Scenario] = ()
+           ) -> ShrinkResult:
     """The smallest variant of ``scenario`` for which ``still_fails`` holds."""
     t0 = time.monotonic()
+    if any(m.get("cmd") == "step" for m in scenario.body):
+        # A held runtime's steps (capability held_steps) are enabled only where the
+        # model's path leads: a variant that drops a command before one would ask for a
+        # step the model does not enable there, and fail on any runtime. Only other
+        # paths of the model (``model_paths``, shortest first) are tried.
+        runs = 0
+        for candidate in model_paths:
+            if runs >= max_runs or time.monotonic() - t0 > max_seconds:
+                return ShrinkResult(scenario, runs, time.monotonic() - t0, False)
+            if candidate.size >= scenario.size or not valid(candidate):
+                continue
+            runs += 1
+            if still_fails(candidate):
+                return ShrinkResult(candidate, runs, time.monotonic() - t0, True)
+        return ShrinkResult(scenario, runs, time.monotonic() - t0, True)
     runs = 0
     best = scenario
     improved = True

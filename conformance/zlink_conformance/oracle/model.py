@@ -245,6 +245,10 @@ class _Shared:
         self.ending = False  # runtime_end was sent: zombies may be cancelled
         self.accepted_at: dict[str, int] = {}
         self.last_turn_event: dict[str, int] = {}  # owner -> position
+        # Capability held_steps: bare queues created held, whose own steps wait for a
+        # ``step`` command, and the works whose requeue a ``step requeue`` granted.
+        self.held: set[str] = set()
+        self.requeue_granted: set[str] = set()
 
     def config(self, owner: str, target: str) -> QueueConfig:
         config = self.configs.get(owner)
@@ -445,6 +449,10 @@ class _Replay:
             self.engine.replace([_World()])
         elif name == "create":
             self._create(msg)
+            if msg.get("held") is True:
+                sh.held.add(str(msg.get("target")))
+        elif name == "step" and msg.get("step") == REQUEUE:
+            sh.requeue_granted.add(str(msg.get("work")))
         elif name == "submit":
             self._submission(msg)
         elif name == "submit_concurrent":
@@ -530,6 +538,10 @@ class _Replay:
                 call = self._call_of.get(work)
                 cancelling = core.mode == MODE_CANCELLED
                 settled = call is not None and call in sh.settled_calls
+                if world.owner_of[name] in sh.held:
+                    # A held queue requeues on its step (which comes after the call's
+                    # return) and then at once: by the settle after the step.
+                    settled = work in sh.requeue_granted
                 if settled or cancelling or (sh.ending and not forced_only):
                     out.append((REQUEUE, work))
             if not forced_only and core.mode == MODE_TIMEOUT:
@@ -723,7 +735,8 @@ class _Replay:
         """The reply to ``settle``: nothing can progress, so every internal step that
         must happen has happened, and every queue with a ready item has a turn holder."""
         failures = self.engine.restrict(
-            partial(_no_lost_wakeup, single_resource=self.single_resource),
+            partial(_no_lost_wakeup, single_resource=self.single_resource,
+                    held=frozenset(self.shared.held)),
             keep=self._settled)
         if failures:
             return self._divergence(pos, msg, failures)
@@ -1083,7 +1096,8 @@ def _problem(exc: BaseException) -> _ProblemError:
     raise exc  # an admission refused outside ``accepted``: a bug of this module
 
 
-def _no_lost_wakeup(world: _World, *, single_resource: bool = False) -> None:
+def _no_lost_wakeup(world: _World, *, single_resource: bool = False,
+                    held: frozenset[str] = frozenset()) -> None:
     """After a settle: every queue with a ready item has a turn holder (``NoLostWakeup``).
 
     Which of two failures it was, the log tells by what else held a turn. When no work
@@ -1093,7 +1107,10 @@ def _no_lost_wakeup(world: _World, *, single_resource: bool = False) -> None:
     waiting, although owners are independent (SE-4.2); a runtime that runs works on a
     bounded pool starves here when every thread is held, which is said unless the
     runtime declared one single execution resource (``single_execution_resource``)."""
-    stuck = [c for c in world.cores.values() if c.has_ready() and c.current is None]
+    # A held queue (capability held_steps) rests wherever its next step waits for its
+    # command: its ready items wait for that, not for a lost drain.
+    stuck = [c for name, c in world.cores.items()
+             if c.has_ready() and c.current is None and world.owner_of[name] not in held]
     if not stuck:
         return
     core = stuck[0]
@@ -1110,9 +1127,9 @@ def _no_lost_wakeup(world: _World, *, single_resource: bool = False) -> None:
             f"settle answered while {waiting} waited on {core.name} and nothing held its "
             f"turn: no drain was posted (no work held any turn, so nothing could have "
             f"kept a posted drain from running)")
-    held = ", ".join(f"{work} on {owner}" for work, owner in holding)
+    parked = ", ".join(f"{work} on {owner}" for work, owner in holding)
     text = (f"settle answered while {waiting} waited on {core.name} and nothing held its "
-            f"turn: a drain was posted and did not run while {held} held their turns "
+            f"turn: a drain was posted and did not run while {parked} held their turns "
             f"(owners are independent: another owner's parked work must not keep this "
             f"one waiting)")
     if not single_resource:

@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
+from zlink_model.vocabulary import HELD_STEPS
+
 from .wire import (
     CLOSE_COMMAND,
     DISPOSE_COMMAND,
@@ -52,7 +54,7 @@ COMMAND_FIELDS: Final[Mapping[str, Mapping[str, str]]] = {
         "target": "!id", "type": "!enum:" + "|".join(TARGET_TYPES),
         "kind": "enum:" + "|".join(SPOT_KINDS), "mode": "enum:" + "|".join(SPOT_MODES),
         "policy": "policy", "actor_policy": "policy", "timer_policy": "policy",
-        "actor_type": "id", "zombie_warn_after_ms": "int",
+        "actor_type": "id", "zombie_warn_after_ms": "int", "held": "bool",
     },
     "submit": SUBMISSION_FIELDS,
     "submit_concurrent": {"submissions": "!submissions"},
@@ -72,6 +74,7 @@ COMMAND_FIELDS: Final[Mapping[str, Mapping[str, str]]] = {
     "runtime_end": {"waiter": "!id", "grace_ms": "int"},
     "statistics": {"target": "!id"},
     "zombies": {"target": "!id"},
+    "step": {"target": "!id", "step": "!enum:" + "|".join(HELD_STEPS), "work": "id"},
     "shutdown": {},
 }
 # Commands only the runner sends (a case file may not: the runner owns the session).

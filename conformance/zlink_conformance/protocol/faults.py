@@ -5,11 +5,14 @@ rule break of the runtime and never charged to another case."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Final
+from typing import Any, Final
+
+from zlink_model.vocabulary import TAKE_NEXT
 
 from .wire import Event
 
-__all__ = ["PROTOCOL_RULES", "adapter_fault", "first_events", "verdict_order_faults"]
+__all__ = ["PROTOCOL_RULES", "adapter_fault", "first_events", "held_step_faults",
+           "verdict_order_faults"]
 
 PROTOCOL_RULES: Final[Mapping[str, str]] = {
     "AP-1": "Every line the adapter writes on stdout is one JSON object of the protocol: "
@@ -27,6 +30,8 @@ PROTOCOL_RULES: Final[Mapping[str, str]] = {
             "fresh adapter's first reset reply, nothing at all).",
     "AP-7": "A submission's accepted or rejected event comes before any other event of "
             "that work.",
+    "AP-8": "A queue created held (capability held_steps) takes none of its own steps "
+            "until a step command names it: no turn begins on it without a take_next.",
 }
 
 
@@ -72,4 +77,41 @@ def verdict_order_faults(events: Sequence[tuple[int, Event]]) -> list[str]:
                 out.append(adapter_fault(
                     "AP-7", f"{work}: {event.name}@{pos} was written after "
                             f"{before.name}@{before_pos} ({why})"))
+    return out
+
+
+def held_step_faults(entries: Sequence[tuple[str, Mapping[str, Any]]]) -> list[str]:
+    """AP-8: a turn began on a held queue that no ``step take_next`` asked for. Counted
+    from the log alone: at every event, the turns begun on a held queue (its ``started``
+    and ``resumed`` events, which the routing invariant holds to the right owner) are at
+    most the ``take_next`` steps the runner sent it. The drain's steps with no event of
+    their own (enter, end of a slice, exit, a requeue) show when taken unasked as a
+    later ``step`` the adapter refuses, or as a log that leaves the model's path."""
+    held: set[str] = set()
+    asked: dict[str, int] = {}
+    begun: dict[str, int] = {}
+    out: list[str] = []
+    for pos, (direction, msg) in enumerate(entries):
+        if direction == "sent":
+            cmd = msg.get("cmd")
+            if cmd == "reset":
+                held.clear()
+                asked.clear()
+                begun.clear()
+            elif cmd == "create" and msg.get("held") is True:
+                held.add(str(msg.get("target")))
+            elif cmd == "step" and msg.get("step") == TAKE_NEXT:
+                target = str(msg.get("target"))
+                asked[target] = asked.get(target, 0) + 1
+            continue
+        owner = msg.get("owner")
+        if msg.get("event") not in ("started", "resumed") or owner not in held:
+            continue
+        begun[owner] = begun.get(owner, 0) + 1
+        if begun[owner] > asked.get(owner, 0):
+            out.append(adapter_fault(
+                "AP-8", f"{msg['event']}:{msg.get('work')}@{pos} is turn "
+                        f"{begun[owner]} begun on the held queue {owner}, after "
+                        f"{asked.get(owner, 0)} step take_next command(s): the runtime "
+                        "took the turn on its own"))
     return out

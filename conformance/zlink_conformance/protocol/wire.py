@@ -177,6 +177,11 @@ CAPABILITIES: Final[Mapping[str, str]] = {
         "a bare queue's `is_current` (the `is_current` op) and `await_quiescence` (`await` "
         "mode `quiescence`), SE-6.2"
     ),
+    "held_steps": (
+        "a bare queue created with `held` takes none of its own steps (enter its drain, "
+        "take the next turn, end a slice, leave the drain, requeue a returned call's "
+        "work) until a `step` command names it"
+    ),
 }
 
 # Two commands are named for the core transitions they ask for: ``close`` closes every
@@ -206,7 +211,7 @@ COMMANDS: Final = (
     "hello", "reset", "create", "submit", "submit_concurrent", "open", "complete", "fail",
     "advance", "register", "update_registration", "settle", CLOSE_COMMAND, DISPOSE_COMMAND,
     "as_not_safely",
-    "await", "runtime_end", "statistics", "zombies", "shutdown",
+    "await", "runtime_end", "statistics", "zombies", "step", "shutdown",
 )
 OPS: Final = ("gate", "call", "busy", "submit", "wait_for", "snapshot", "raise", "is_current",
                "await_scope")

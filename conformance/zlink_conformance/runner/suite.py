@@ -28,6 +28,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from zlink_model.vocabulary import HELD_STEPS, transition
+
 from ..catalog import Case, Command
 from ..identity import SuiteIdentity, identify
 from ..oracle.checks import Check, CheckContext, match_reply
@@ -36,7 +38,12 @@ from ..oracle.inference import hang_evidence, inline_starts
 from ..oracle.invariants import check_invariants, unended_works
 from ..oracle.log import CaseLog
 from ..oracle.model import Divergence, check_model
-from ..protocol.faults import adapter_fault, first_events, verdict_order_faults
+from ..protocol.faults import (
+    adapter_fault,
+    first_events,
+    held_step_faults,
+    verdict_order_faults,
+)
 from ..protocol.wire import Event, Reply
 from .process import (
     AdapterError,
@@ -453,7 +460,12 @@ class Runner:
             deadline = time.monotonic() + self.timeout
             status, pending = self._execute(adapter, case, log, deadline)
             tail: list[str] = []
-            if status in ("passed", "failed"):
+            # A held queue's turn taken unasked (AP-8) is the adapter's, and leads
+            # whatever it caused (a later step refused, a log off the model).
+            unasked = held_step_faults(log.entries)
+            if unasked:
+                status, pending = "error", [*unasked, *pending]
+            elif status in ("passed", "failed"):
                 inline = inline_starts(log, single_resource=self._single_resource())
                 faults = verdict_order_faults(log.events)
                 if inline:
@@ -673,6 +685,9 @@ class Runner:
             else:
                 ident, reply = send(step.message)
             ids[number] = ident
+            if not reply.ok and step.name == "step" and reply.error_kind == "bad_command" \
+                    and step.message.get("step") in HELD_STEPS:
+                return "failed", [_step_refused(i, step.message, reply)]
             if not reply.ok:
                 return "error", [f"steps[{i}] {step.name}: the adapter refused it: "
                                  f"{reply.error_kind}: {reply.error_message}"]
@@ -748,3 +763,18 @@ def _stale_fault(lines: Sequence[Reply | Event | str], when: str) -> str:
                     f"or a reply to no command")
     return adapter_fault("AP-6", f"{len(events)} event(s) of this case came {when} "
                                  f"({first_events(events)})")
+
+
+def _step_refused(i: int, message: Mapping[str, Any], reply: Reply) -> str:
+    """A held queue refused a step of its own that the case holds enabled (capability
+    held_steps): the runtime's state has parted from the one the case's steps and the
+    events so far lead to. Reported under the rules of that step (the vocabulary's
+    row: an end of a slice refused is SE-6.4's), never passed; a case that asks for a
+    step the rules do not enable there is the case's error to fix."""
+    step = str(message.get("step"))
+    rules = transition(step).rules
+    work = f" of {message['work']}" if "work" in message else ""
+    return (f"[{rules[0]}] steps[{i}] step {step}{work}: the held runtime refused its own "
+            f"step, which the case's steps and the events so far enable: its state has "
+            f"parted from the model's ({reply.error_message}); rules of {step}: "
+            f"{', '.join(rules)}")

@@ -14,14 +14,16 @@ The rooms, lowest first (each imports only rooms before it): ``clock``, ``loop``
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, cast
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, TypeVar, cast
 
 from zlink_model.queue import CANCELLED, MODE_CANCELLED, QueueCore, WorkRecord
 
 from . import checks
 from .checks import ownership_checks, require_loop, set_ownership_checks
 from .clock import MonotonicClock, ZLinkClock
+from .drain import DrainingQueue
+from .drive import DrivenQueue
 from .handle import ErrorHook, QueuePlace, TurnHold, Work, ZLinkWorkHandle, current_work
 from .loop import Cancelled, EventLoop, QueueRuntime, running_loop
 from .queue import QueueStatistics, ZLinkSerialExecutionQueue, yield_framework_call
@@ -50,8 +52,10 @@ __all__ = [
     "admit_record",
     "cancel_unplaced",
     "checks",
+    "continue_drain",
     "current_work",
     "dispose_with_survivors",
+    "enter_posted_drain",
     "ownership_checks",
     "place_record",
     "queue_core",
@@ -65,7 +69,10 @@ __all__ = [
     "transfer",
     "when_idle",
     "yield_framework_call",
+    "yield_turn_until",
 ]
+
+T = TypeVar("T")
 
 
 def queue_core(queue: ZLinkSerialExecutionQueue) -> QueueCore[Any]:
@@ -147,3 +154,24 @@ def dispose_with_survivors(scope: ScopeSurface) -> None:
     scope.dispose()
     for q, recs in survivors:
         q._cancel_delivery(recs)
+
+
+def enter_posted_drain(queue: ZLinkSerialExecutionQueue) -> None:
+    """Run ``queue``'s posted drain now: enter the drain and go on as the drain goes on.
+    The queue's own ``_drain`` is not called, so a held queue (``testing.held``), whose
+    posted drain waits, is entered here on its ``step``."""
+    DrainingQueue._drain(queue)
+
+
+def continue_drain(queue: ZLinkSerialExecutionQueue) -> None:
+    """Go on with ``queue``'s entered drain, with no turn held: its next step (end the
+    slice, leave the drain, or take the next turn and run it), as after a yield."""
+    DrainingQueue._continue(queue)
+
+
+def yield_turn_until(queue: ZLinkSerialExecutionQueue, rec: ZLinkWorkHandle[Any],
+                     awaitable: Awaitable[T]) -> Coroutine[Any, Any, T]:
+    """The shell's own Yield of ``rec`` on ``queue`` until ``awaitable`` ends (give the
+    turn back, requeue, wait for the turn again), for a queue that overrides its
+    ``_yield`` to pass it another awaitable (``testing.held``)."""
+    return DrivenQueue._yield(queue, rec, awaitable)

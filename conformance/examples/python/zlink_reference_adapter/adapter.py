@@ -23,6 +23,13 @@ How it keeps the protocol's promises
   gets while a command other than ``settle`` is carried out is set by
   ``ZLINK_ADAPTER_PROGRESS`` (``default``, ``lazy``: not at all, ``eager``: until idle);
   the kit's tests run every case in all three, since a case must not depend on it.
+* **Held steps (capability ``held_steps``).** A bare queue created with ``held`` is a
+  ``zlink_reference.testing.held.HeldQueue``: its runtime takes none of its own steps
+  (enter the drain, take the next turn, end a slice, leave the drain, requeue a
+  returned call's work) until a ``step`` command names one, which it refuses when the
+  step is not enabled. Declared on the interpreted build only (the compiled one does
+  not dispatch to the held subclass), and left out with
+  ``ZLINK_ADAPTER_HELD_STEPS=off``.
 * **A debug build.** The reference's SE-8.1 ownership checks are switched on
   (``set_ownership_checks``, decision D-25): code that assumes serial ownership and is
   reached from elsewhere raises ``ZLinkNotOnLaneError`` inside the case that caused it.
@@ -75,6 +82,8 @@ from zlink_model.vocabulary import (
     DISPOSE,
     DISPOSE_AFTER_TIMEOUT,
     DISPOSE_SAFELY,
+    HELD_STEPS,
+    REQUEUE,
     YIELD_TURN,
     wire_status,
 )
@@ -98,7 +107,7 @@ from zlink_reference import (
     yield_framework_call,
 )
 from zlink_reference.disposal import ZLinkNotDisposedError, ZLinkRuntime
-from zlink_reference.testing import VirtualClock, run_until_idle
+from zlink_reference.testing import VirtualClock, held, run_until_idle
 
 __all__ = ["PRELOAD_VARIABLE", "PROGRESS_VARIABLE", "ReferenceAdapter", "main"]
 
@@ -110,6 +119,9 @@ SETTLE_TURNS = 100_000
 # "eager" runs it until idle after every command. Cases must pass in all three.
 PROGRESS_VARIABLE = "ZLINK_ADAPTER_PROGRESS"
 PROGRESS_MODES = ("default", "lazy", "eager")
+# Whether the handshake declares held_steps (ZLINK_ADAPTER_HELD_STEPS, "on" by default
+# where the build offers it; "off" shows what the protocol reaches without it).
+HELD_STEPS_VARIABLE = "ZLINK_ADAPTER_HELD_STEPS"
 # submit_concurrent: at most this many threads, and this long for each to hand its
 # submission to the loop (a bound against an adapter bug, never a verdict).
 CONCURRENT_LIMIT = 16
@@ -290,6 +302,8 @@ class ReferenceAdapter:
         if progress not in PROGRESS_MODES:
             raise ValueError(f"progress must be one of {', '.join(PROGRESS_MODES)}")
         self._progress = progress
+        self._held_steps = held.AVAILABLE and \
+            os.environ.get(HELD_STEPS_VARIABLE, "on").strip().lower() != "off"
         self._in = stdin
         self._out = stdout
         self._err = stderr
@@ -400,7 +414,7 @@ class ReferenceAdapter:
             "as_not_safely": self.as_not_safely, "await": self.await_scope,
             "runtime_end": self.runtime_end, "statistics": self.statistics,
             "submit_concurrent": self.submit_concurrent,
-            "zombies": self.zombies,
+            "zombies": self.zombies, "step": self.step,
         }
 
     # --------------------------------------------------------------- handshake
@@ -415,7 +429,10 @@ class ReferenceAdapter:
             "protocol": PROTOCOL_VERSION,
             "runtime": {"name": "zlink-reference", "version": __version__,
                         "language": f"python {sys.version_info.major}.{sys.version_info.minor}"},
-            "capabilities": sorted(CAPABILITIES),
+            # held_steps needs the interpreted build (zlink_reference.testing.held), and
+            # ZLINK_ADAPTER_HELD_STEPS=off leaves it out (a runtime driven from outside).
+            "capabilities": sorted(c for c in CAPABILITIES
+                                   if c != "held_steps" or self._held_steps),
             "surface": surface(),
             "members": members(),
         }
@@ -511,6 +528,11 @@ class ReferenceAdapter:
                                                actor_type=cmd.get("actor_type"), **common)
             elif type_ == "session":
                 obj = ZLinkSessionSerialExecutor(name, policy=policy, **common)
+            elif type_ == "queue" and cmd.get("held"):
+                if not self._held_steps:
+                    raise CommandError("unsupported", "held queues need the interpreted "
+                                                      "build of the reference")
+                obj = held.HeldQueue(policy, name=name, **common)
             elif type_ == "queue":
                 obj = ZLinkSerialExecutionQueue(policy, name=name, **common)
             else:
@@ -787,6 +809,25 @@ class ReferenceAdapter:
                       abandoned=_labels(z.label for z in report.abandoned))
 
         self._case.waiters[waiter] = self._case.loop.create_task(end())
+        return {}
+
+    async def step(self, cmd: dict[str, Any]) -> dict[str, Any]:
+        """Capability held_steps: the held queue takes the one step of its own named
+        (``zlink_model.vocabulary.HELD_STEPS``); refused when it is not enabled there.
+        Its effects on the loop (the work's code on its turn, the requeue in the work's
+        task) come by the next ``settle``."""
+        target = self.target(cmd.get("target"))
+        queue = target.obj
+        name = cmd.get("step")
+        if not held.AVAILABLE or not isinstance(queue, held.HeldQueue):
+            raise CommandError("bad_command", f"{target.name} was not created held")
+        if name not in HELD_STEPS:
+            raise CommandError("bad_command", f"unknown step {name!r}")
+        handle = self.work(cmd.get("work")).handle if name == REQUEUE else None
+        try:
+            queue.step(name, handle)
+        except held.HeldStepError as exc:
+            raise CommandError("bad_command", str(exc)) from None
         return {}
 
     async def statistics(self, cmd: dict[str, Any]) -> dict[str, Any]:
