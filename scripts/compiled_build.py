@@ -109,7 +109,7 @@ EDITS: list[tuple[str, str, str, int]] = [
 # drive's two ``types.coroutine`` generators: compiled, a generator is no iterable
 # coroutine (``yield from`` a coroutine fails), so they move to an interpreted module.
 GENERATORS_START = "@types.coroutine\ndef _post_from_drive("
-GENERATORS_END = "        yield steps\n"
+GENERATORS_END = "        aw = yield steps\n"
 
 
 def split_generators(build: Path) -> None:
