@@ -347,27 +347,22 @@ def _post_from_drive(callback: Callable[[], None] | None) -> Generator[Any, Any,
     return (yield _DriveSignal(callback))
 
 
-async def _await_other(aw: Awaitable[Any]) -> Any:
-    """An awaitable that is no coroutine, as a coroutine the runner can delegate to."""
-    return await aw
-
-
-@types.coroutine
 def _runner(steps: _Steps) -> Generator[Any, Any, None]:
     """Run the async works of one drive task one after another, each to its end: the
     work whose awaitable is sent to it (its record is ``steps.rec``), delegated to with
-    ``yield from``, so its steps cost what an ``await`` costs and no ``StopIteration``
-    is raised per work (driving it with ``coro.send`` would). Yields what the work
-    waits on, then ``steps`` when it completed or ``_FAILED`` when it raised. Started
-    once, then used by one drive task after another (``_Steps.take``); the driver
-    enters the work's context around every step."""
+    ``yield from`` its ``__await__()`` (what ``await`` does), so its steps cost what an
+    ``await`` costs and no ``StopIteration`` is raised per work (driving it with
+    ``coro.send`` would). Yields what the work waits on, then ``steps`` when it
+    completed or ``_FAILED`` when it raised. Started once, then used by one drive task
+    after another (``_Steps.take``); the driver enters the work's context around every
+    step. A plain generator, driven by ``send`` and ``throw`` and never awaited, so the
+    compiled build compiles it too."""
     set_current = _context.async_current.set
     aw = yield steps  # each send from here on starts a work: its awaitable
     while True:
         set_current(steps.rec)
         try:
-            steps.value = yield from (
-                aw if type(aw) is CoroutineType else _await_other(aw))
+            steps.value = yield from aw.__await__()
         except GeneratorExit:
             raise
         except BaseException as exc:
