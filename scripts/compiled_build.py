@@ -106,14 +106,14 @@ EDITS: list[tuple[str, str, str, int]] = [
 ]
 
 
-# drive's two ``types.coroutine`` generators: compiled, a generator is no iterable
-# coroutine (``yield from`` a coroutine fails), so they move to an interpreted module.
+# drive's ``types.coroutine`` generator, awaited by a work's code: compiled, a generator
+# is no iterable coroutine (``await`` on it fails), so it moves to an interpreted module.
 GENERATORS_START = "@types.coroutine\ndef _post_from_drive("
-GENERATORS_END = "        yield steps\n"
+GENERATORS_END = "    return (yield _DriveSignal(callback))\n"
 
 
 def split_generators(build: Path) -> None:
-    """Move drive's generators into ``_shell/_drive_generators.py`` (interpreted)."""
+    """Move drive's awaited generator into ``_shell/_drive_generators.py`` (interpreted)."""
     drive = build / "zlink_reference" / "_shell" / "drive.py"
     text = drive.read_text()
     start = text.index(GENERATORS_START)
@@ -122,7 +122,7 @@ def split_generators(build: Path) -> None:
     moved = head + "\n\nfrom .drive import _FAILED, _DriveSignal, _Steps\n\n\n" + text[start:end]
     (drive.parent / "_drive_generators.py").write_text(moved)
     drive.write_text(text[:start] + text[end:]
-                     + "\n\nfrom ._drive_generators import _post_from_drive, _runner  # noqa\n")
+                     + "\n\nfrom ._drive_generators import _post_from_drive  # noqa\n")
 
 
 # clock's two Protocols: mypyc compiles a Protocol as a native trait (or, marked

@@ -383,3 +383,63 @@ async def test_SD_1_dispose_before_the_drive_task_first_ran_cancels_the_work_uns
     assert started == []
     assert (first.outcome(), second.outcome()) == ("cancelled", "cancelled")
     assert not q.statistics().running
+
+
+class _Awaitable:
+    """An awaitable that is no coroutine: ``__await__`` waits on a future."""
+
+    def __init__(self, fut: asyncio.Future[str]) -> None:
+        self.fut = fut
+
+    def __await__(self) -> Any:
+        return (yield from self.fut.__await__())
+
+
+@pytest.mark.parametrize("how", LANES)
+@pytest.mark.parametrize("kind", ["future", "awaitable object"])
+@pytest.mark.parametrize("where", ["first of its slice", "inside the drive task"])
+async def test_SE_6_7_a_work_returning_an_awaitable_that_is_no_coroutine_keeps_its_turn(
+    how: str, kind: str, where: str,
+) -> None:
+    """A work may return any awaitable, not only a coroutine: a future, or an object
+    with ``__await__``. It holds its turn until that ends (the work after it waits), and
+    its handle takes the awaitable's result, or its exception, as an ``await`` would
+    give them; whether it makes the slice's drive task or starts inside one. (A posted
+    work has no handle while it runs synchronously: its failure's report carries one.)"""
+    lane = Lane(how)
+    loop = asyncio.get_running_loop()
+    futs: list[asyncio.Future[str]] = [loop.create_future(), loop.create_future()]
+    ran: list[str] = []
+    handles: list[ZLinkWorkHandle[Any]] = []
+
+    def returning(fut: asyncio.Future[str]) -> Callable[[], Any]:
+        def work() -> Any:
+            ran.append(f"start {len(ran)}")
+            handles.append(current_work())  # type: ignore[arg-type]
+            return fut if kind == "future" else _Awaitable(fut)
+        return work
+
+    async def opener() -> None:
+        await asyncio.sleep(0)
+
+    if where == "inside the drive task":
+        lane.submit(opener)
+    lane.submit(returning(futs[0]))
+    lane.submit(returning(futs[1]))
+    lane.submit(lambda: ran.append("after"))
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert ran == ["start 0"]  # the first holds the turn while its awaitable waits
+    futs[0].set_result("one")
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert ran == ["start 0", "start 1"]
+    boom = KeyError("boom")
+    futs[1].set_exception(boom)
+    await lane.queue.await_quiescence()
+    assert ran == ["start 0", "start 1", "after"]
+    if how == "enqueue":  # a posted work has a handle only once it returned
+        assert handles[0].result() == "one"
+        assert handles[1].exception() is boom
+    assert [exc for exc, _h in lane.errors] == [boom]
+    assert lane.errors[0][1].exception() is boom

@@ -36,7 +36,7 @@ from . import checks as _checks
 from .checks import require_loop
 from .context import async_current
 from .handle import PENDING, TurnHold, Work, ZLinkWorkHandle
-from .loop import QueueRuntime, thread_state
+from .loop import QueueRuntime, TurnState, thread_state
 from .scope import record_zombie_failure
 
 __all__ = ["DrainingQueue", "DriveSteps", "QueueAux"]
@@ -62,20 +62,21 @@ class QueueAux:
 
 class DriveSteps:
     """What a drive task (drive.py) and the drain pass each other about the async work
-    the task runs: the task, the work's record and awaitable, the ``Context.run`` of the
-    context the work runs in, the runner's ``send``, and the work's result once it
-    ended. The drain starts a work in the task through it (``_run_turns``); drive.py's
+    the task runs: the task, the work's record, the ``Context.run`` of the context the
+    work runs in, the runner's ``send`` (sent a work's awaitable, it starts the work),
+    the work's result once it ended, and the ``TurnState`` of the thread the task runs
+    on. The drain starts a work in the task through it (``_run_turns``); drive.py's
     runner adds the rest. A class of its own, here, so the drain reads and writes these
     fields as fields (compiled, natively) without importing the room above it."""
 
-    __slots__ = ("aw", "rec", "run", "send", "task", "value")
+    __slots__ = ("rec", "run", "send", "task", "turn", "value")
 
     task: asyncio.Task[Any] | None  # the drive task (None while the runner rests)
     rec: ZLinkWorkHandle[Any] | None  # the work running in the task now
-    aw: Any  # the work's awaitable (a coroutine, mostly)
     value: Any  # the work's result, or what it raised
     run: Callable[..., Any]  # the running work's Context.run
     send: Callable[[Any], Any]  # the runner's send
+    turn: TurnState  # the turn state of the thread whose drive tasks use these steps
 
 
 
@@ -203,11 +204,17 @@ class DrainingQueue:
         ``skew`` is how long this slice's drain role waited for its task to start; the
         core is given clock readings minus it, so the time budget counts the time the
         owner held the loop, not the time it waited behind other owners (D-13)."""
-        turn = thread_state().turn  # this thread's running turn (D-24)
-        if async_current.get() is not None:
-            # The drain role may have been posted from a work's task, whose context the
-            # callback copied: the works run here are no children of that work.
-            async_current.set(None)
+        if steps is None:
+            turn = thread_state().turn  # this thread's running turn (D-24)
+            if async_current.get() is not None:
+                # The drain role may have been posted from a work's task, whose context
+                # the callback copied: the works run here are no children of that work.
+                async_current.set(None)
+        else:
+            # In a drive task: its steps keep its thread's turn state, and its own
+            # context names no work (the task was made after the check above, and each
+            # work runs in a copy of it).
+            turn = steps.turn
         core = self._core
         clock = self._rt.now  # read as clock() - skew: the time the owner held the loop
         # The plain work (post) whose turn just ended, in place of ``prev``: it has no
@@ -334,9 +341,8 @@ class DrainingQueue:
             # written out: a call less per work).
             rec._task = steps.task
             steps.rec = rec
-            steps.aw = result
             steps.run = run = _copy_context().run
-            step = run(steps.send, None)
+            step = run(steps.send, result)
             if step is not steps:
                 return rec, step  # it waits (or failed): the drive task goes on with it
             prev, outcome, value = rec, COMPLETED, steps.value

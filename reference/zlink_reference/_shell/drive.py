@@ -268,8 +268,8 @@ class _Steps(DriveSteps):
     def __init__(self, task: asyncio.Task[Any]) -> None:
         self.task = task
         self.rec = None
-        self.aw = None
         self.value = None
+        self.turn = thread_state().turn  # one thread's steps: see take
         self.runner = runner = _runner(self)
         runner.send(None)
         self.send = runner.send
@@ -291,7 +291,7 @@ class _Steps(DriveSteps):
         next one (a few are kept; nothing of the last work is)."""
         resting = thread_state().resting
         if len(resting) < 16:
-            self.rec = self.aw = self.value = None
+            self.rec = self.value = None
             self.task = None
             resting.append(self)
 
@@ -302,9 +302,8 @@ class _Steps(DriveSteps):
         less per work)."""
         rec._task = self.task
         self.rec = rec
-        self.aw = aw
         self.run = run = _copy_context().run
-        return run(self.send, None)
+        return run(self.send, aw)
 
     def failed(self, queue: DrainingQueue) -> tuple[int, Any]:
         """The outcome of the work that raised. A cancellation of the drive task itself
@@ -347,33 +346,27 @@ def _post_from_drive(callback: Callable[[], None] | None) -> Generator[Any, Any,
     return (yield _DriveSignal(callback))
 
 
-async def _await_other(aw: Awaitable[Any]) -> Any:
-    """An awaitable that is no coroutine, as a coroutine the runner can delegate to."""
-    return await aw
-
-
-@types.coroutine
 def _runner(steps: _Steps) -> Generator[Any, Any, None]:
     """Run the async works of one drive task one after another, each to its end: the
-    work named by ``steps``, delegated to with ``yield from``, so its steps cost what an
+    work whose awaitable is sent to it (its record is ``steps.rec``), delegated to with
+    ``yield from`` its ``__await__()`` (what ``await`` does), so its steps cost what an
     ``await`` costs and no ``StopIteration`` is raised per work (driving it with
     ``coro.send`` would). Yields what the work waits on, then ``steps`` when it
     completed or ``_FAILED`` when it raised. Started once, then used by one drive task
     after another (``_Steps.take``); the driver enters the work's context around every
-    step."""
-    yield steps
+    step. A plain generator, driven by ``send`` and ``throw`` and never awaited, so the
+    compiled build compiles it too."""
     set_current = _context.async_current.set
+    aw = yield steps  # each send from here on starts a work: its awaitable
     while True:
         set_current(steps.rec)
-        aw = steps.aw
         try:
-            steps.value = yield from (
-                aw if type(aw) is CoroutineType else _await_other(aw))
+            steps.value = yield from aw.__await__()
         except GeneratorExit:
             raise
         except BaseException as exc:
             steps.value = exc
-            yield _FAILED
+            aw = yield _FAILED
             continue
-        yield steps
+        aw = yield steps
 
