@@ -31,6 +31,7 @@ from ..protocol.wire import (
     POLICY_FIELDS,
     SCOPE_WAIT_MODES,
 )
+from .additions import add_to
 from .scenario import Scenario
 
 __all__ = ["Declared", "RandomStrategy", "TargetKind"]
@@ -144,8 +145,11 @@ class RandomStrategy:
 
     def scenario(self, index: int) -> Scenario:
         """Scenario ``index`` of this seed."""
-        return _Draw(self.declared, random.Random(f"{self.seed}:{index}"), self.max_steps,
-                     random.Random(f"{self.seed}:{index}:side")).scenario(self.seed, index)
+        scenario = _Draw(self.declared, random.Random(f"{self.seed}:{index}"), self.max_steps,
+                         random.Random(f"{self.seed}:{index}:side")).scenario(self.seed, index)
+        add_to(scenario.body, self.declared.capabilities, self.declared.policy_fields,
+               self.seed, index)
+        return scenario
 
 
 class _Draw:
@@ -248,7 +252,7 @@ class _Draw:
                 nested = self.submission(depth + 1, same)
                 if nested is not None:
                     ops.append({"op": "submit", **nested})
-            elif roll < 0.93 and "reentrancy_detection" in caps and depth == 0:
+            elif roll < 0.93 and "synchronous_wait" in caps and depth == 0:
                 # A wait for an earlier work of the same coordinator: SE-8.2 says it
                 # raises at once (a wait across coordinators could deadlock by design).
                 mine = [w for w, t in self.works.items() if t == target]
