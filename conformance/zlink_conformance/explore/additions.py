@@ -22,7 +22,7 @@ from typing import Any
 
 from zlink_model.vocabulary import DISPOSE_AFTER_TIMEOUT, DISPOSE_SAFELY
 
-from ..protocol.routing import PAYLOAD_ENTRIES
+from ..protocol.routing import LIFECYCLE_ENTRIES, PAYLOAD_ENTRIES
 from ..protocol.wire import CLOSE_COMMAND, DISPOSE_COMMAND
 from .scenario import walk_submissions
 
@@ -30,8 +30,11 @@ __all__ = ["ADDITIONS", "add_to"]
 
 Body = list[dict[str, Any]]
 
-ONE_QUEUE_RACE_SHARE = 0.35
+ONE_QUEUE_RACE_SHARE = 0.5
 """The share of ``submit_concurrent`` commands turned into a race on one queue."""
+MAX_RACERS = 6
+"""A race on one queue has up to this many racers (the model tries every order of the
+accepted ones, ``oracle.model.MAX_RACING``)."""
 WAITER_SHARE = 0.3
 """The share of scenarios given waiters (``await``) on their targets."""
 BOUND_SHARE = 0.5
@@ -53,14 +56,30 @@ def _one_queue_race(body: Body, rng: random.Random, caps: frozenset[str],
     The main draw gives each racing submission owners of its own; here the threads race
     for one queue's admission (SE-6.3: check and insertion one step, so a capacity is
     never overfilled). The model judges the accepted verdicts of a race in every order
-    the runtime may have admitted them, so the FIFO and burst order stay judged."""
+    the runtime may have admitted them, so the FIFO and burst order stay judged. The
+    queue's count capacity of the lane they race for is set below the number of racers
+    where its policy has none (and the adapter keeps the field), so the race is for the
+    last places."""
     if "concurrent_submission" not in caps:
         return
+    creates = {m["target"]: m for _, m in _targets(body)}
+    n = 0
     for message in body:
         if message.get("cmd") != "submit_concurrent" or rng.random() >= ONE_QUEUE_RACE_SHARE:
             continue
         subs = message["submissions"]
         first = subs[0]
+        for _ in range(rng.randint(len(subs), MAX_RACERS) - len(subs)):
+            n += 1
+            subs.append({**first, "work": f"wr{n}", "script": []})
+        entry = first["entry"]
+        field = ("lifecycle_message_capacity" if entry in LIFECYCLE_ENTRIES
+                 else "application_message_capacity")
+        create = creates[first["target"]]
+        key = {"execute_actor": "actor_policy", "execute_timer": "timer_policy"}.get(
+            entry, "policy") if create["type"] == "spot" else "policy"
+        if field in fields:
+            create.setdefault(key, {}).setdefault(field, rng.randint(1, len(subs) - 1))
         for sub in subs[1:]:
             for key in ("target", "entry", "actor_id", "timer_name"):
                 if key in first:

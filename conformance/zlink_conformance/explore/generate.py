@@ -113,8 +113,9 @@ class Declared:
 CLOSING_ENTRIES = frozenset({"execute_final"})
 """Entries whose admission closes the target to later work (D-12). Never raced in a
 ``submit_concurrent``: a submission judged before the final's admission is refused for
-its own reason, one judged after it as closed, and the model judges a race's accepted
-verdicts before its refused ones, so it could not tell a legal race from a wrong reason."""
+its own reason, one judged after it as closed. The model now judges a race's verdicts in
+every order (refusals placed among the admissions), but the draw is kept as it was
+fixed, so that every scenario of a seed stays what it was."""
 
 # Small numbers make limits bite: capacities of a few works, payloads around them.
 _POLICY_RANGES: Mapping[str, tuple[int, int]] = {
@@ -335,11 +336,10 @@ class _Draw:
 
     def do_concurrent(self) -> None:
         # Each racing submission on owners of its own, with no nested submission, after
-        # a settle (so no running work submits anywhere meanwhile): the order in which racing
-        # submissions reach one queue is the runtime's, and neither their events nor
-        # the model say it, so a race on one queue would make its FIFO and burst order
-        # undecidable (the fixed case optional_SE_6_3_... races on one queue instead,
-        # and judges only how many were admitted).
+        # a settle (so no running work submits anywhere meanwhile). Races on one queue
+        # are made from these by ``additions`` (a stream of their own, so this draw stays
+        # as it was): the model judges a race's verdicts in every order the runtime may
+        # have taken them.
         subs: list[dict[str, Any]] = []
         used: set[str] = set()
         before = (list(self.pending_gates), list(self.pending_calls), dict(self.works))

@@ -141,6 +141,7 @@ from .log import CaseLog
 __all__ = ["MAX_WORLDS", "Divergence", "ModelVerdict", "check_model", "replay_entries"]
 
 MAX_RACING: Final = 6  # accepted verdicts of one submit_concurrent tried in every order
+MAX_RACING_SETS: Final = 10  # verdicts of one race placed in every order, by their sets
 LEADING: Final = 12  # entries of the log shown before a divergent event
 
 
@@ -645,8 +646,8 @@ class _Replay:
     def run(self) -> ModelVerdict:
         self._call_of = {}
         # The verdicts of one submit_concurrent raced: their events may be written in any
-        # order. They are judged at the reply (or the next other event), the accepted
-        # ones first: any order of admissions the runtime took has the same outcome.
+        # order. They are judged at the reply (or the next other event), in every order
+        # the runtime may have judged them (``_raced``).
         racing: list[tuple[int, Mapping[str, Any]]] | None = None
         try:
             for pos, (direction, msg) in enumerate(self.entries):
@@ -676,9 +677,42 @@ class _Replay:
         return ModelVerdict(None, None, self.engine.peak)
 
     def _raced(self, verdicts: list[tuple[int, Mapping[str, Any]]]) -> Divergence | None:
-        """Judge the verdicts of one ``submit_concurrent``: the accepted ones in every order
-        the runtime may have admitted them (their events' order says nothing), then the
-        rejected ones."""
+        """Judge the verdicts of one ``submit_concurrent`` in every order the runtime may
+        have judged them (their events' order says nothing): a refusal's reason depends
+        on the admissions judged before it, so refusals are placed among the admissions
+        too. Orders are walked by the set of verdicts judged so far, each set's worlds
+        kept once, so ``n`` verdicts cost ``2**n`` sets, not ``n!`` orders; past
+        ``MAX_RACING_SETS`` verdicts, the accepted ones in every order, then the
+        refused ones."""
+        if len(verdicts) > MAX_RACING_SETS:
+            return self._raced_accepted_first(verdicts)
+        engine = self.engine
+        layer: dict[frozenset[int], list[_World]] = {frozenset(): list(engine.worlds)}
+        first: Divergence | None = None
+        for _ in verdicts:
+            following: dict[frozenset[int], dict[tuple[Any, ...], _World]] = {}
+            for done, worlds in layer.items():
+                for i, (pos, msg) in enumerate(verdicts):
+                    if i in done:
+                        continue
+                    engine.replace([w.copy() for w in worlds])
+                    problem = self.event(pos, msg)
+                    if problem is not None:
+                        first = first or problem
+                        continue
+                    into = following.setdefault(done | {i}, {})
+                    for w in engine.worlds:
+                        into.setdefault(w.key(), w)
+            layer = {k: list(v.values()) for k, v in following.items()}
+            if not layer:
+                return first
+        engine.replace(next(iter(layer.values())))
+        return None
+
+    def _raced_accepted_first(self, verdicts: list[tuple[int, Mapping[str, Any]]]
+                              ) -> Divergence | None:
+        """The accepted verdicts of a race in every order, then the rejected ones: for
+        a race too large to place the refusals among the admissions."""
         accepted = [v for v in verdicts if v[1].get("event") == "accepted"]
         rejected = [v for v in verdicts if v[1].get("event") != "accepted"]
         if len(accepted) > MAX_RACING:
