@@ -24,6 +24,7 @@ from zlink_conformance.explore.generate import _Draw
 from zlink_conformance.explore.scenario import Scenario, walk_submissions
 from zlink_conformance.oracle.invariants import unended_works
 from zlink_conformance.oracle.log import CaseLog
+from zlink_conformance.oracle.slices import slice_problems
 from zlink_conformance.oracle.snapshots import snapshot_problems
 from zlink_conformance.oracle.waiters import waiter_problems
 from zlink_conformance.protocol.wire import CAPABILITIES, Event, Reply
@@ -131,7 +132,9 @@ def test_SE_10_14_every_addition_is_drawn() -> None:
         and z["cmd"] == "dispose" and z["mode"] == "dispose_after_timeout"
         for x, y, z in zip(b, b[1:], b[2:], strict=False))]
     assert bounds
-    assert set(ADDITIONS) == {"race", "waiters", "bound", "deadline", "snapshots", "barrier"}
+    assert any(m["cmd"] == "create" and m["target"] == "F0" for m in commands)
+    assert set(ADDITIONS) == {"race", "waiters", "bound", "deadline", "snapshots", "barrier",
+                              "flood"}
 
 
 # ------------------------------------------------------------------ waiter judge
@@ -309,6 +312,66 @@ def test_D_27_a_bound_on_zombies_due_by_the_clock_must_have_cancelled_them() -> 
     assert (failed.divergence.rule, failed.divergence.invariant) == ("D-27", "ExpireTimeout")
 
 
+# ------------------------------------------------------------------ slice judge
+def _flood_log(other_turn_at: int) -> CaseLog:
+    """Owner S/actor:a runs f1..f4 (4 ms each, budget 10 ms) while o, submitted to
+    S/actor:b from inside f0, waits; o's turn comes after f``other_turn_at``."""
+    create = {"cmd": "create", "target": "S", "type": "spot", "kind": "user",
+              "mode": "per_actor", "actor_policy": {"owner_time_budget_ms": 10}}
+    items: list[tuple[str, dict[str, Any]]] = [("sent", create), ("reply", {})]
+    flood = [{"cmd": "submit", "work": f"f{n}", "target": "S", "entry": "execute_actor",
+              "actor_id": "a", "script": [{"op": "busy", "ms": 4}]} for n in range(1, 5)]
+    f0 = {"cmd": "submit", "work": "f0", "target": "S", "entry": "execute_actor",
+          "actor_id": "a", "script": [
+              {"op": "gate", "gate": "g"},
+              {"op": "submit", "work": "o", "target": "S", "entry": "execute_actor",
+               "actor_id": "b", "script": []}]}
+    for message in (f0, *flood):
+        items += [("sent", message),
+                  ("event", {"event": "accepted", "work": message["work"],
+                             "owner": "S/actor:a"}), ("reply", {})]
+    items += [("event", {"event": "started", "work": "f0", "owner": "S/actor:a"}),
+              ("sent", {"cmd": "open", "gate": "g"}),
+              ("event", {"event": "accepted", "work": "o", "owner": "S/actor:b"}),
+              ("event", {"event": "finished", "work": "f0", "owner": "S/actor:a"})]
+    for n in range(1, 5):
+        items += [("event", {"event": "started", "work": f"f{n}", "owner": "S/actor:a"}),
+                  ("event", {"event": "finished", "work": f"f{n}", "owner": "S/actor:a"})]
+        if n == other_turn_at:
+            items += [("event", {"event": "started", "work": "o", "owner": "S/actor:b"}),
+                      ("event", {"event": "finished", "work": "o", "owner": "S/actor:b"})]
+    return _log(*items, ("reply", {}))
+
+
+def test_SE_6_4_an_owner_going_on_past_its_budget_while_another_waited_is_reported() -> None:
+    """f1..f3 take 12 ms of a 10 ms budget while o waited: o must run before f4."""
+    assert slice_problems(_flood_log(3)) == []
+    assert slice_problems(_flood_log(2)) == []  # cut earlier than due: not this judge's
+    problems = slice_problems(_flood_log(4))
+    assert len(problems) == 1 and problems[0].startswith(
+        "[SE-6.4 SliceBounded] f4 started@"), problems
+
+
+def test_SE_6_4_the_slice_judge_fails_the_mutant_and_passes_the_reference() -> None:
+    body = [
+        {"cmd": "create", "target": "S", "type": "spot", "kind": "user",
+         "mode": "per_actor", "actor_policy": {"owner_time_budget_ms": 8}},
+        {"cmd": "submit", "work": "f0", "target": "S", "entry": "execute_actor",
+         "actor_id": "a", "script": [
+             {"op": "gate", "gate": "g"},
+             {"op": "submit", "work": "o", "target": "S", "entry": "execute_actor",
+              "actor_id": "b", "script": [{"op": "busy", "ms": 4}]},
+             {"op": "busy", "ms": 4}]},
+        *[{"cmd": "submit", "work": f"f{n}", "target": "S", "entry": "execute_actor",
+           "actor_id": "a", "script": [{"op": "busy", "ms": 4}]} for n in range(1, 4)],
+        {"cmd": "settle"},
+        {"cmd": "open", "gate": "g"},
+    ]
+    assert _run(body).status == "passed"
+    failed = _run(body, "time_budget_ignored")
+    assert _first_line(failed).startswith("[SE-6.4 SliceBounded]")
+
+
 # ------------------------------------------------------------ a deadlocked wait
 def test_SE_8_2_a_wait_for_that_never_returned_is_reported_on_SE_8_2() -> None:
     log = _log(
@@ -359,6 +422,7 @@ CATALOGUED_FIRST_KILL = {
     "snapshot_reads_live_state": 14,
     "timeout_expires_one_queue": 77,
     "timeout_fires_late": 77,
+    "time_budget_ignored": 1,
 }
 
 

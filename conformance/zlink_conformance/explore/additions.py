@@ -45,6 +45,9 @@ their timeout."""
 BARRIER_SHARE = 0.5
 """The share of a bare queue's lifecycle works that submit a barrier-next work to their
 own queue first thing."""
+FLOOD_SHARE = 0.15
+"""The share of scenarios that end with one owner flooding the one execution resource
+while another becomes ready."""
 SNAPSHOT_SHARE = 0.35
 """The share of scenarios whose Actors are registered and read by snapshots."""
 
@@ -269,6 +272,54 @@ def _snapshots(body: Body, rng: random.Random, caps: frozenset[str],
         body.insert(where, message)
 
 
+def _flood(body: Body, rng: random.Random, caps: frozenset[str],
+           fields: Sequence[str]) -> None:
+    """One owner floods the one execution resource while another becomes ready: two
+    targets made anew (copies of a kind the scenario already made, one owner each; two
+    Actors of one Spot for a PerActor or Entry Spot), the flooding owner with a time
+    budget of a few milliseconds. Its first work waits at a gate, then submits a work
+    to the other owner and is busy; three to five more works of the flooding owner, each
+    busy a few milliseconds, wait behind it. Once the gate opens, the slice must end
+    when the budget is used, and the other owner, ready since the first work, runs
+    before the flood goes on (SE-6.4, D-13). Only for a runtime that declares one
+    execution resource for every owner and a virtual clock (else a cut slice cannot be
+    seen)."""
+    if not {"single_execution_resource", "virtual_clock"} <= caps \
+            or "owner_time_budget_ms" not in fields or rng.random() >= FLOOD_SHARE:
+        return
+    kinds = [m for _, m in _targets(body) if not (
+        m["type"] == "spot" and (m.get("kind") == "instance" or m.get("mode") == "spot_wide"))]
+    if not kinds:
+        return
+    kind = rng.choice(kinds)
+    make = {k: v for k, v in kind.items() if k in ("cmd", "type", "kind", "mode")}
+    budget = rng.choice((5, 8, 10, 20))
+    busy = rng.choice((4, 5, 10))
+    flood: dict[str, Any] = {**make, "target": "F0"}
+    entry = {"spot": "execute_actor", "actor": "execute_actor", "session":
+             "execute_application", "queue": "enqueue"}[kind["type"]]
+    added: Body = [flood]
+    if kind["type"] == "spot":
+        flood["actor_policy"] = {"owner_time_budget_ms": budget}
+        mine: dict[str, Any] = {"target": "F0", "entry": entry, "actor_id": "fa"}
+        other: dict[str, Any] = {"target": "F0", "entry": entry, "actor_id": "fb"}
+    else:
+        flood["policy"] = {"owner_time_budget_ms": budget}
+        added.append({**make, "target": "F1"})
+        mine = {"target": "F0", "entry": entry}
+        other = {"target": "F1", "entry": entry}
+    first = {"cmd": "submit", "work": "f0", **mine, "script": [
+        {"op": "gate", "gate": "fg"},
+        {"op": "submit", "work": "fo", **other, "script": [{"op": "busy", "ms": busy}]},
+        {"op": "busy", "ms": busy}]}
+    added.append(first)
+    for n in range(1, rng.randint(3, 5) + 1):
+        added.append({"cmd": "submit", "work": f"f{n}", **mine,
+                      "script": [{"op": "busy", "ms": busy}]})
+    added += [{"cmd": "settle"}, {"cmd": "open", "gate": "fg"}]
+    body += added
+
+
 Addition = Callable[[Body, random.Random, frozenset[str], Sequence[str]], None]
 
 ADDITIONS: Mapping[str, Addition] = {
@@ -278,6 +329,7 @@ ADDITIONS: Mapping[str, Addition] = {
     "deadline": _deadline,
     "snapshots": _snapshots,
     "barrier": _barrier_in_turn,
+    "flood": _flood,
 }
 """Each addition by the name of its stream, applied in this order."""
 
