@@ -680,10 +680,27 @@ class _Replay:
         """Judge the verdicts of one ``submit_concurrent`` in every order the runtime may
         have judged them (their events' order says nothing): a refusal's reason depends
         on the admissions judged before it, so refusals are placed among the admissions
-        too. Orders are walked by the set of verdicts judged so far, each set's worlds
-        kept once, so ``n`` verdicts cost ``2**n`` sets, not ``n!`` orders; past
-        ``MAX_RACING_SETS`` verdicts, the accepted ones in every order, then the
-        refused ones."""
+        too. Verdicts of different admitting queues do not bear on one another, so each
+        queue's are judged apart (``_raced_on_one_queue``), one queue after another."""
+        groups: dict[str, list[tuple[int, Mapping[str, Any]]]] = {}
+        for pos, msg in verdicts:
+            info = self.shared.works.get(str(msg.get("work")))
+            key = info.route.admit if info is not None else f"?{pos}"
+            groups.setdefault(key, []).append((pos, msg))
+        for group in groups.values():
+            problem = self._raced_on_one_queue(group)
+            if problem is not None:
+                return problem
+        return None
+
+    def _raced_on_one_queue(self, verdicts: list[tuple[int, Mapping[str, Any]]]
+                            ) -> Divergence | None:
+        """The verdicts of one queue in a race, in every order. Orders are walked by
+        the set of verdicts judged so far, each set's worlds kept once, so ``n``
+        verdicts cost ``2**n`` sets, not ``n!`` orders; past ``MAX_RACING_SETS``
+        verdicts, the accepted ones in every order, then the refused ones."""
+        if len(verdicts) == 1:
+            return self.event(*verdicts[0])
         if len(verdicts) > MAX_RACING_SETS:
             return self._raced_accepted_first(verdicts)
         engine = self.engine
