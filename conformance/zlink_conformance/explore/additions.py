@@ -3,15 +3,19 @@
 The main draw (``generate``) was fixed when the first kills were recorded; what it left
 out is added here, over the finished body: races of several threads on one queue,
 waiters on a scope, a disposal's timeout met to the millisecond, a bound set on the
-zombies of a scope disposed safely, and Actor registrations read by snapshots while they
-change. Each addition draws from ``random.Random(f"{seed}:{index}:{name}")``, a stream no
-other draw touches, so a scenario the additions leave alone is exactly what it was
-before them, and every scenario of a seed is still named by its seed and number.
+zombies of a scope disposed safely, Actor registrations read by snapshots while they
+change, barrier-next work placed inside a lifecycle streak, and one owner flooding the
+one execution resource while another waits. Each addition draws from
+``random.Random(f"{seed}:{index}:{name}")``, a stream no other draw touches, so a
+scenario the additions leave alone is exactly what it was before them, and every
+scenario of a seed is still named by its seed and number.
 
 Everything added is still only what the handshake declares: a race with
 ``concurrent_submission``, a waiter with ``disposal`` (``queue_observation`` for a bare
 queue's quiescence), the timeout's clock move with ``virtual_clock``, registrations and
-``snapshot`` ops with ``snapshots``.
+``snapshot`` ops with ``snapshots``, barrier-next work with ``queue``, the flood with
+``single_execution_resource`` and ``virtual_clock``; a policy field only where the
+adapter has not refused it.
 """
 
 from __future__ import annotations
@@ -54,7 +58,7 @@ SNAPSHOT_SHARE = 0.35
 
 
 def _one_queue_race(body: Body, rng: random.Random, caps: frozenset[str],
-        fields: Sequence[str]) -> None:
+                    fields: Sequence[str]) -> None:
     """Some races of the main draw run on one queue: every submission of the race takes
     the first one's target, entry, Actor and timer (its work, script and payload stay).
     The main draw gives each racing submission owners of its own; here the threads race
@@ -119,7 +123,7 @@ def _targets(body: Body) -> list[tuple[int, dict[str, Any]]]:
 
 
 def _waiters(body: Body, rng: random.Random, caps: frozenset[str],
-        fields: Sequence[str]) -> None:
+             fields: Sequence[str]) -> None:
     """Waiters on the scenario's targets: ``await`` mode ``completion`` on a scope (it
     returns once no active work of the scope is left, zombies not counted, SD-3) and
     mode ``quiescence`` on a bare queue (once every work it accepted has ended, SE-6.2),
@@ -147,7 +151,7 @@ def _waiters(body: Body, rng: random.Random, caps: frozenset[str],
 
 
 def _bound_after_safely(body: Body, rng: random.Random, caps: frozenset[str],
-        fields: Sequence[str]) -> None:
+                        fields: Sequence[str]) -> None:
     """After some ``dispose_safely`` (and ``destroy``, which disposes safely unless told
     otherwise), a ``dispose_after_timeout`` on the same scope, after a settle: a bound on
     its zombies (D-27), which must cancel every one left when it expires."""
@@ -169,7 +173,7 @@ def _bound_after_safely(body: Body, rng: random.Random, caps: frozenset[str],
 
 
 def _deadline(body: Body, rng: random.Random, caps: frozenset[str],
-        fields: Sequence[str]) -> None:
+              fields: Sequence[str]) -> None:
     """After some ``dispose_after_timeout``, the clock moved by exactly its timeout and
     a settle: the timer is due at that very moment (SD-1: what is left is cancelled
     once the timeout has passed, not a tick later)."""
@@ -222,7 +226,7 @@ def _barrier_in_turn(body: Body, rng: random.Random, caps: frozenset[str],
 
 
 def _snapshots(body: Body, rng: random.Random, caps: frozenset[str],
-        fields: Sequence[str]) -> None:
+               fields: Sequence[str]) -> None:
     """Actor registrations read while they change: each Actor target, and each Actor a
     Spot's submissions name, is registered right after its target is made; some of its
     messages (``execute_actor``) read their snapshot at the start and at the end of
