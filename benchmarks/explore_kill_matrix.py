@@ -48,7 +48,7 @@ def java_bugs() -> dict[str, str]:
     names = re.findall(r'"([a-z_]+)"', block)
     rules = {"drain_on_submitter_stack": "SE-6.5", "count_after_wake": "AP-5",
              "admission_not_atomic": "SE-6.3", "lifecycle_ignores_burst_limit": "SE-6.1",
-             "scope_wait_hangs": "SE-8.2"}
+             "scope_wait_hangs": "SE-8.2", "no_reentrancy_detection": "SE-8.2"}
     return {n: rules.get(n, "?") for n in names}
 
 

@@ -332,7 +332,7 @@ FIRST_KILL = {
     "dispose_spares_lifecycle": 121,
     "failed_call_resumes_in_application_lane": 1112,
     "failed_work_keeps_bytes": 46,
-    "rejection_leaks_a_slot": 77,
+    "rejection_leaks_a_slot": 49,
     "resume_jumps_the_line": 6,
     "resumed_lifecycle_ignores_burst": 2625,
     "session_final_passes_a_yielded_work": 18,

@@ -202,7 +202,9 @@ def print_report(report: ExploreReport) -> None:
     out = sys.stdout
     for f in report.findings:
         shown = f.shrunk_result or f.result
-        put(out, f"\n{'FLAKY' if f.flaky else 'FAIL'} [{f.label}] scenario {f.scenario.index} "
+        where = (f"scenario {f.scenario.index}" if f.scenario.index >= 0
+                 else "the handshake (checked once, before scenario 0)")
+        put(out, f"\n{'FLAKY' if f.flaky else 'FAIL'} [{f.label}] {where} "
                  f"of seed {f.scenario.seed}: failed the same way in {f.reproduced} of "
                  f"{f.reruns} re-run(s); {f.seen} scenario(s) failed so\n")
         if f.shrunk is not None:

@@ -221,9 +221,14 @@ def explore(config: ExploreConfig, say: Say = print) -> ExploreReport:
             say("explore: the adapter declares no target (no actor, session, queue or "
                 "spot capability): nothing to generate")
         by_signature: dict[tuple[str, str | None], Finding] = {}
+        found = _judge_handshake(runner, caps, rules, config, hs.name, say)
+        if found is not None:
+            by_signature[(found.rule, found.invariant)] = found
+            report.findings.append(found)
         index = config.start
         last_note = time.monotonic()
-        while declared.kinds and not _done(config, report, t0):
+        while declared.kinds and not _done(config, report, t0) and (
+                config.keep_going or found is None or found.flaky):
             scenario = strategy.scenario(index)
             if scenario is None:  # strategy graph: every path driven
                 break
@@ -269,6 +274,34 @@ def explore(config: ExploreConfig, say: Say = print) -> ExploreReport:
                     f"{len(report.findings)} failure(s)")
     report.seconds = time.monotonic() - t0
     return report
+
+
+HANDSHAKE_CHECK: Mapping[str, Any] = {
+    "check": "members",
+    "why": "SE-3.1: no caller can choose or keep one of a coordinator's queues (SE-2.5)"}
+"""What no scenario's log can show, judged once a run like a case: the members the
+handshake lists (capability ``member_listing``)."""
+
+
+def _judge_handshake(runner: Runner, caps: Sequence[str], rules: Mapping[str, str],
+                     config: ExploreConfig, runtime: str, say: Say) -> Finding | None:
+    """The handshake's ``members`` judged once, before the first scenario, as a case of
+    its own (``scenario -1``): a coordinator member that hands out a queue is a failure
+    on SE-3.1, re-run and written as a case file like any other."""
+    if "member_listing" not in caps:
+        return None
+    scenario = Scenario([dict(HANDSHAKE_CHECK)], config.seed, -1, config.strategy)
+    case = _case(scenario, rules, caps, rule="SE-3.1")
+    if case is None:
+        return None
+    result = runner.run_case(case)
+    sig = signature(result)
+    if sig is None:
+        return None
+    finding = _confirm(runner, scenario, case, result, sig, config, say)
+    if not finding.flaky:  # one step: nothing to shrink
+        _shrink(runner, finding, rules, caps, config, runtime, say)
+    return finding
 
 
 def _limit(config: ExploreConfig) -> str:

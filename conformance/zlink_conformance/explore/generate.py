@@ -31,6 +31,7 @@ from ..protocol.wire import (
     POLICY_FIELDS,
     SCOPE_WAIT_MODES,
 )
+from .additions import add_to
 from .scenario import Scenario
 
 __all__ = ["Declared", "RandomStrategy", "TargetKind"]
@@ -112,8 +113,9 @@ class Declared:
 CLOSING_ENTRIES = frozenset({"execute_final"})
 """Entries whose admission closes the target to later work (D-12). Never raced in a
 ``submit_concurrent``: a submission judged before the final's admission is refused for
-its own reason, one judged after it as closed, and the model judges a race's accepted
-verdicts before its refused ones, so it could not tell a legal race from a wrong reason."""
+its own reason, one judged after it as closed. The model now judges a race's verdicts in
+every order (refusals placed among the admissions), but the draw is kept as it was
+fixed, so that every scenario of a seed stays what it was."""
 
 # Small numbers make limits bite: capacities of a few works, payloads around them.
 _POLICY_RANGES: Mapping[str, tuple[int, int]] = {
@@ -144,8 +146,11 @@ class RandomStrategy:
 
     def scenario(self, index: int) -> Scenario:
         """Scenario ``index`` of this seed."""
-        return _Draw(self.declared, random.Random(f"{self.seed}:{index}"), self.max_steps,
-                     random.Random(f"{self.seed}:{index}:side")).scenario(self.seed, index)
+        scenario = _Draw(self.declared, random.Random(f"{self.seed}:{index}"), self.max_steps,
+                         random.Random(f"{self.seed}:{index}:side")).scenario(self.seed, index)
+        add_to(scenario.body, self.declared.capabilities, self.declared.policy_fields,
+               self.seed, index)
+        return scenario
 
 
 class _Draw:
@@ -248,7 +253,7 @@ class _Draw:
                 nested = self.submission(depth + 1, same)
                 if nested is not None:
                     ops.append({"op": "submit", **nested})
-            elif roll < 0.93 and "reentrancy_detection" in caps and depth == 0:
+            elif roll < 0.93 and "synchronous_wait" in caps and depth == 0:
                 # A wait for an earlier work of the same coordinator: SE-8.2 says it
                 # raises at once (a wait across coordinators could deadlock by design).
                 mine = [w for w, t in self.works.items() if t == target]
@@ -331,11 +336,10 @@ class _Draw:
 
     def do_concurrent(self) -> None:
         # Each racing submission on owners of its own, with no nested submission, after
-        # a settle (so no running work submits anywhere meanwhile): the order in which racing
-        # submissions reach one queue is the runtime's, and neither their events nor
-        # the model say it, so a race on one queue would make its FIFO and burst order
-        # undecidable (the fixed case optional_SE_6_3_... races on one queue instead,
-        # and judges only how many were admitted).
+        # a settle (so no running work submits anywhere meanwhile). Races on one queue
+        # are made from these by ``additions`` (a stream of their own, so this draw stays
+        # as it was): the model judges a race's verdicts in every order the runtime may
+        # have taken them.
         subs: list[dict[str, Any]] = []
         used: set[str] = set()
         before = (list(self.pending_gates), list(self.pending_calls), dict(self.works))

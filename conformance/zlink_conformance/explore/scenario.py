@@ -128,7 +128,7 @@ class Scenario:
              *, rule: str = GENERATED_RULE, violation: str = "",
              case: str | None = None) -> tuple[Case | None, list[str]]:
         """The scenario as a runnable case (or the loader's problems with it)."""
-        ident = case or f"found_SE_10_14_explore_s{abs(self.seed)}_n{self.index}"
+        ident = case or f"found_SE_10_14_explore_s{abs(self.seed)}_{_where(self.index)}"
         raw = self.raw_case(case=ident, rule=rule, violation=violation,
                             capabilities=capabilities)
         return parse_case(raw, f"{ident}.json", rules_text, {})
@@ -151,4 +151,10 @@ def case_id(rule: str, invariant: str | None, seed: int, index: int) -> str:
     where it was found."""
     words = re.sub(r"(?<!^)(?=[A-Z])", "_", invariant).lower() if invariant else "violation"
     rule_part = re.sub(r"[^A-Za-z0-9]+", "_", rule).strip("_")
-    return f"found_{rule_part}_{words}_s{abs(seed)}_n{index}"
+    return f"found_{rule_part}_{words}_s{abs(seed)}_{_where(index)}"
+
+
+def _where(index: int) -> str:
+    """``n12`` for scenario 12; ``handshake`` for the run's one check of the handshake
+    (scenario -1, judged before the first scenario)."""
+    return f"n{index}" if index >= 0 else "handshake"

@@ -215,6 +215,21 @@ def unended_works(log: CaseLog) -> list[str]:
                     f"own coordinator or scope waits for the waiter itself and must raise "
                     f"at once (error kind reentrancy, SE-10.13), never deadlock")
                 continue
+            returned = {e.fields.get("target") for _, e in log.of(work) if e.name == "waited"}
+            blocked = [(i, op.get("work")) for i, op in enumerate(scripts.get(work, []))
+                       if isinstance(op, dict) and op.get("op") == "wait_for"
+                       and i not in refused and op.get("work") not in returned]
+            if "started" in names and blocked:
+                # A synchronous wait for a work of its own coordinator (the only waits
+                # explore draws) that neither raised nor returned: the waiter holds what
+                # the other work needs.
+                i, other = blocked[0]
+                self_waits.append(
+                    f"[SE-8.2] {work}: {log.describe(work)}, never ended, and its wait_for "
+                    f"op {i} (for {other}, a work of the same coordinator) neither raised "
+                    f"nor returned: a synchronous wait on work of one's own coordinator "
+                    f"must raise at once (error kind reentrancy), never deadlock")
+                continue
             out.append(f"[EveryAcceptedWorkEndsOnce D-11] {work}: {log.describe(work)}, "
                        f"and never ended, although every gate was opened and every call "
                        f"settled: an accepted work must end")

@@ -141,6 +141,7 @@ from .log import CaseLog
 __all__ = ["MAX_WORLDS", "Divergence", "ModelVerdict", "check_model", "replay_entries"]
 
 MAX_RACING: Final = 6  # accepted verdicts of one submit_concurrent tried in every order
+MAX_RACING_SETS: Final = 10  # verdicts of one race placed in every order, by their sets
 LEADING: Final = 12  # entries of the log shown before a divergent event
 
 
@@ -249,6 +250,19 @@ class _Shared:
         # ``step`` command, and the works whose requeue a ``step requeue`` granted.
         self.held: set[str] = set()
         self.requeue_granted: set[str] = set()
+        # The virtual clock moved by ``advance`` commands alone (``busy`` ops move it too,
+        # at moments no event fixes), and, per target, the sum it had when a
+        # dispose_after_timeout set its timer, with the timeout: once the advances since
+        # then add up to the timeout, the timer is due whatever the busy ops did.
+        self.advanced = 0
+        self.timers: dict[str, tuple[int, int]] = {}
+        self.safely: set[str] = set()  # targets disposed safely (a timer then bounds, D-27)
+        self.turn_history: dict[str, list[str]] = {}  # owner -> works started there
+
+    def due(self, target: str) -> bool:
+        """The disposal timer of ``target`` (or its bound on zombies, D-27) is due."""
+        timer = self.timers.get(target)
+        return timer is not None and self.advanced - timer[0] >= timer[1]
 
     def config(self, owner: str, target: str) -> QueueConfig:
         config = self.configs.get(owner)
@@ -471,9 +485,13 @@ class _Replay:
         elif name == "as_not_safely":
             sh.not_safely.add(str(msg.get("target")))
         elif name == DISPOSE_COMMAND:
-            self._dispose(str(msg.get("target")), str(msg.get("mode")))
+            self._dispose(str(msg.get("target")), str(msg.get("mode")), msg.get("timeout_ms"))
         elif name == "runtime_end":
             sh.ending = True
+        elif name == "advance":
+            ms = msg.get("ms")
+            if isinstance(ms, int) and not isinstance(ms, bool) and ms >= 0:
+                sh.advanced += ms
 
     def _create(self, msg: Mapping[str, Any]) -> None:
         name = str(msg.get("target"))
@@ -496,9 +514,16 @@ class _Replay:
         for info in submissions(sub, self.shared.targets):
             works.setdefault(info.work, info)  # a work's first submission is its own
 
-    def _dispose(self, target: str, mode: str) -> None:
+    def _dispose(self, target: str, mode: str, timeout: Any = None) -> None:
         sh = self.shared
         sh.closed.add(target)
+        if mode == DISPOSE_AFTER_TIMEOUT and isinstance(timeout, int) \
+                and not isinstance(timeout, bool) and timeout >= 0:
+            # The first timer set stays (a later call on a scope in the timeout mode
+            # sets none).
+            sh.timers.setdefault(target, (sh.advanced, timeout))
+        if mode == DISPOSE_SAFELY or (mode == "destroy" and target not in sh.not_safely):
+            sh.safely.add(target)
         if mode == "destroy":
             mode = DISPOSE if target in sh.not_safely else DISPOSE_SAFELY
         for world in self.worlds:
@@ -544,10 +569,13 @@ class _Replay:
                     settled = work in sh.requeue_granted
                 if settled or cancelling or (sh.ending and not forced_only):
                     out.append((REQUEUE, work))
-            if not forced_only and core.mode == MODE_TIMEOUT:
+            # A disposal timer may expire at any moment after it was set, and must have
+            # once the advances of the clock since then add up to its timeout (SD-1, D-27).
+            if core.mode == MODE_TIMEOUT and (
+                    not forced_only or sh.due(world.owner_of[name])):
                 out.append(("expire", name))
-            if not forced_only and core.mode == MODE_SAFELY and name in world.bounded \
-                    and core.live():
+            if core.mode == MODE_SAFELY and name in world.bounded and core.live() and (
+                    not forced_only or sh.due(world.owner_of[name])):
                 out.append(("expire_bound", name))
             if not forced_only and core.current is None and core.has_ready() and not (
                     "/actor:" in name and target.spot_wide_wiring):
@@ -630,8 +658,8 @@ class _Replay:
     def run(self) -> ModelVerdict:
         self._call_of = {}
         # The verdicts of one submit_concurrent raced: their events may be written in any
-        # order. They are judged at the reply (or the next other event), the accepted
-        # ones first: any order of admissions the runtime took has the same outcome.
+        # order. They are judged at the reply (or the next other event), in every order
+        # the runtime may have judged them (``_raced``).
         racing: list[tuple[int, Mapping[str, Any]]] | None = None
         try:
             for pos, (direction, msg) in enumerate(self.entries):
@@ -661,9 +689,59 @@ class _Replay:
         return ModelVerdict(None, None, self.engine.peak)
 
     def _raced(self, verdicts: list[tuple[int, Mapping[str, Any]]]) -> Divergence | None:
-        """Judge the verdicts of one ``submit_concurrent``: the accepted ones in every order
-        the runtime may have admitted them (their events' order says nothing), then the
-        rejected ones."""
+        """Judge the verdicts of one ``submit_concurrent`` in every order the runtime may
+        have judged them (their events' order says nothing): a refusal's reason depends
+        on the admissions judged before it, so refusals are placed among the admissions
+        too. Verdicts of different admitting queues do not bear on one another, so each
+        queue's are judged apart (``_raced_on_one_queue``), one queue after another."""
+        groups: dict[str, list[tuple[int, Mapping[str, Any]]]] = {}
+        for pos, msg in verdicts:
+            info = self.shared.works.get(str(msg.get("work")))
+            key = info.route.admit if info is not None else f"?{pos}"
+            groups.setdefault(key, []).append((pos, msg))
+        for group in groups.values():
+            problem = self._raced_on_one_queue(group)
+            if problem is not None:
+                return problem
+        return None
+
+    def _raced_on_one_queue(self, verdicts: list[tuple[int, Mapping[str, Any]]]
+                            ) -> Divergence | None:
+        """The verdicts of one queue in a race, in every order. Orders are walked by
+        the set of verdicts judged so far, each set's worlds kept once, so ``n``
+        verdicts cost ``2**n`` sets, not ``n!`` orders; past ``MAX_RACING_SETS``
+        verdicts, the accepted ones in every order, then the refused ones."""
+        if len(verdicts) == 1:
+            return self.event(*verdicts[0])
+        if len(verdicts) > MAX_RACING_SETS:
+            return self._raced_accepted_first(verdicts)
+        engine = self.engine
+        layer: dict[frozenset[int], list[_World]] = {frozenset(): list(engine.worlds)}
+        first: Divergence | None = None
+        for _ in verdicts:
+            following: dict[frozenset[int], dict[tuple[Any, ...], _World]] = {}
+            for done, worlds in layer.items():
+                for i, (pos, msg) in enumerate(verdicts):
+                    if i in done:
+                        continue
+                    engine.replace([w.copy() for w in worlds])
+                    problem = self.event(pos, msg)
+                    if problem is not None:
+                        first = first or problem
+                        continue
+                    into = following.setdefault(done | {i}, {})
+                    for w in engine.worlds:
+                        into.setdefault(w.key(), w)
+            layer = {k: list(v.values()) for k, v in following.items()}
+            if not layer:
+                return first
+        engine.replace(next(iter(layer.values())))
+        return None
+
+    def _raced_accepted_first(self, verdicts: list[tuple[int, Mapping[str, Any]]]
+                              ) -> Divergence | None:
+        """The accepted verdicts of a race in every order, then the rejected ones: for
+        a race too large to place the refusals among the admissions."""
         accepted = [v for v in verdicts if v[1].get("event") == "accepted"]
         rejected = [v for v in verdicts if v[1].get("event") != "accepted"]
         if len(accepted) > MAX_RACING:
@@ -727,6 +805,8 @@ class _Replay:
             self.shared.last_turn_event[info.route.run] = pos
         if name in ("started", "resumed"):
             self.shared.turn_began[work] = pos
+        if name == "started":
+            self.shared.turn_history.setdefault(info.route.run, []).append(work)
         if failures:
             return self._divergence(pos, msg, failures)
         return None
@@ -734,13 +814,41 @@ class _Replay:
     def settled(self, pos: int, msg: Mapping[str, Any]) -> Divergence | None:
         """The reply to ``settle``: nothing can progress, so every internal step that
         must happen has happened, and every queue with a ready item has a turn holder."""
-        failures = self.engine.restrict(
-            partial(_no_lost_wakeup, single_resource=self.single_resource,
-                    held=frozenset(self.shared.held)),
-            keep=self._settled)
+        failures = self.engine.restrict(self._at_settle, keep=self._settled)
         if failures:
             return self._divergence(pos, msg, failures)
         return None
+
+    def _at_settle(self, world: _World) -> None:
+        """What the reply to a settle promises: every cancellation the model made (a
+        disposal's, a due timer's) is reported, and no wake-up was lost. Where a
+        disposal timer was due by the clock's advances, a work its expiry cancels or
+        wakes to be cancelled that is left unreported or waiting is the timer's failure
+        (SD-1; D-27 for the bound on a scope disposed safely), said before the lost
+        wake-up it also is."""
+        sh = self.shared
+        late = sorted(world.to_cancel)
+        for core in world.cores.values():
+            if core.mode == MODE_CANCELLED and core.current is None and core.has_ready():
+                late += [(core.name, r.name) for s in Source for r in core.line(s)]
+        for name, work in late:
+            target = (sh.works[work].target.name if name == "final"
+                      else world.owner_of[name])
+            if not sh.due(target) and name != "final" and (name, work) not in world.to_cancel:
+                continue
+            rule = "D-27" if target in sh.safely and sh.due(target) else "SD-1"
+            timer = sh.timers.get(target)
+            why = (f"{target}'s disposal timer ({timer[1]} ms) was due, the clock having "
+                   f"been advanced {sh.advanced - timer[0]} ms since it was set"
+                   if timer is not None and sh.due(target) else "it was disposed")
+            where = "held back (a session's final work)" if name == "final" else f"on {name}"
+            raise _ProblemError(
+                rule, "ExpireTimeout",
+                f"settle answered and {work}, {where}, was neither reported cancelled nor "
+                f"given its turn to be cancelled: {why}, so what was left of it is "
+                f"cancelled by now")
+        _no_lost_wakeup(world, single_resource=self.single_resource,
+                        held=frozenset(sh.held))
 
     # ------------------------------------------------------- event handlers
     def _turn_rec(self, world: _World, work: str) -> _Rec:
@@ -987,6 +1095,15 @@ class _Replay:
                 return _ProblemError("D-4", None,
                                      f"{what}, but barrier-next work goes first: {tail}")
             if theirs is Source.LIFECYCLE and mine is Source.APPLICATION:
+                kept = self._streak_across_barrier(core.name)
+                if kept >= limit > streak:
+                    return _ProblemError(
+                        "D-4", "LifecycleBurstBounded",
+                        f"{what}, but barrier-next work was taken since the last "
+                        f"application work, and taking it counts as taking application "
+                        f"work: the lifecycle streak started again there (streak {streak} "
+                        f"of {limit}; a streak kept across the barrier would be {kept}, "
+                        f"the limit): {tail}")
                 return _ProblemError("SE-6.6", None,
                                 f"{what}, but lifecycle work overtakes waiting application "
                                 f"work (streak {streak} of {limit}): {tail}")
@@ -1000,6 +1117,22 @@ class _Replay:
                             f"{what} out of order in its {_source_name(mine)}: {tail}, "
                             f"which is ahead of it")
         return explain
+
+    def _streak_across_barrier(self, owner: str) -> int:
+        """The lifecycle works started on ``owner`` since its last application work,
+        when barrier-next work was started among them (else 0): the streak a runtime
+        that kept it across barrier-next takes would count (D-4)."""
+        works = self.shared.works
+        kept = 0
+        crossed = False
+        for work in reversed(self.shared.turn_history.get(owner, [])):
+            if works[work].barrier:
+                crossed = True
+            elif works[work].lifecycle:
+                kept += 1
+            else:
+                break
+        return kept if crossed else 0
 
     def _not_moved(self, world: _World, info: Submission) -> _ProblemError:
         """Why a SpotWide Actor work cannot have its execution turn yet."""

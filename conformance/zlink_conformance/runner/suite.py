@@ -38,6 +38,9 @@ from ..oracle.inference import hang_evidence, inline_starts
 from ..oracle.invariants import check_invariants, unended_works
 from ..oracle.log import CaseLog
 from ..oracle.model import Divergence, check_model
+from ..oracle.slices import slice_problems
+from ..oracle.snapshots import snapshot_problems
+from ..oracle.waiters import waiter_problems
 from ..protocol.faults import (
     adapter_fault,
     first_events,
@@ -708,6 +711,12 @@ class Runner:
         messages += check_invariants(log, _renumbered(case, ids))
         if case.strength == "found":  # explore's scenarios release everything they block
             messages += unended_works(log)
+            # and expect nothing by hand: their waiters and snapshots are judged by rule
+            messages += waiter_problems(log)
+            messages += snapshot_problems(log)
+            if self._single_resource() and self.handshake is not None and \
+                    "virtual_clock" in self.handshake.capabilities:
+                messages += slice_problems(log)
         return ("failed" if messages else "passed"), messages
 
     def _write_transcript(self, result: CaseResult) -> None:
