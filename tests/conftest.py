@@ -19,6 +19,10 @@ sys.path.insert(0, str(Path(__file__).parent))
 from zlink_reference import set_ownership_checks
 from zlink_reference_adapter import mutants
 
+# pytest-xdist's ``--dist loadgroup`` (./dev test, zlink verify) keeps each xdist_group on
+# one worker only with this plugin under pytest 9 (its docstring says why).
+pytest_plugins = ["zlink_tool.pytest_groups"]
+
 _MUTANT = os.environ.get("ZLINK_MUTANT")
 # Async tests never sleep, so a test still running after this is hung, not slow.
 _TIMEOUT = float(os.environ.get("ZLINK_TEST_TIMEOUT", "60"))

@@ -24,10 +24,15 @@ from collections.abc import Collection
 from pathlib import Path
 from types import ModuleType
 
+import pytest
+
 from zlink_tool.specindex import Index, build_index, rule_ids_in_test_name
 from zlink_tool.tla.runner import config_names, load_manifest
 
 ROOT = Path(__file__).resolve().parent.parent
+# Its tests share one collection of the whole suite (``default_run``, a few seconds of CPU):
+# on one pytest-xdist worker it is made once, not once per worker.
+pytestmark = pytest.mark.xdist_group("default_run")
 
 # The test that runs each kind of check that is not a test function of its own.
 ENGINES = {

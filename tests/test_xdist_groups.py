@@ -63,3 +63,43 @@ def test_every_module_reading_the_dist_build_is_in_the_dist_group() -> None:
     assert len(readers) >= 3, readers
     apart = {m: sorted(g) for m, g in readers.items() if g != {"dist"}}
     assert apart == {}, f"./dev dist would be built once per worker for these: {apart}"
+
+
+_GROUPED = '''
+import os, pathlib, pytest
+pytestmark = pytest.mark.xdist_group("g")
+@pytest.mark.parametrize("n", range(4))
+def test_grouped(n):
+    pathlib.Path(os.environ["OUT"], f"{__name__}-{n}").write_text(os.environ["PYTEST_XDIST_WORKER"])
+'''
+_LOOSE = '''
+import os, pathlib, pytest
+@pytest.mark.parametrize("n", range(4))
+def test_loose(n):
+    pathlib.Path(os.environ["OUT"], f"loose-{n}").write_text(os.environ["PYTEST_XDIST_WORKER"])
+'''
+
+
+def test_the_tests_of_a_group_run_on_one_worker(tmp_path: Path) -> None:
+    """The marks above are kept by pytest-xdist only with ``zlink_tool.pytest_groups``
+    under pytest 9 (without it, this run spread the group over both workers)."""
+    import os
+    import subprocess
+    import sys
+
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "conftest.py").write_text('pytest_plugins = ["zlink_tool.pytest_groups"]\n')
+    (project / "test_one.py").write_text(_GROUPED)
+    (project / "test_two.py").write_text(_GROUPED)
+    (project / "test_three.py").write_text(_LOOSE)
+    out = tmp_path / "out"
+    out.mkdir()
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                          "-n", "2", "--dist", "loadgroup", str(project)],
+                         cwd=project, env=dict(os.environ, OUT=str(out)),
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stdout + run.stderr
+    workers = {p.name: p.read_text() for p in out.iterdir()}
+    grouped = {w for name, w in workers.items() if name.startswith("test_")}
+    assert len(workers) == 12 and len(grouped) == 1, workers

@@ -1,10 +1,12 @@
 """The kill matrix: every catalogued mutant (zlink_reference_adapter/mutants.py) is caught by
 at least one state machine.
 
-Each mutant is switched on in a fresh pytest process (``ZLINK_MUTANT``) that runs the four
-machines in the ``ci`` profile and, where the unit suites have a test written for the rule
-the mutant breaks, that test. A layer kills a mutant when its test fails. The matrix is
-printed (run with ``-s``; docs/properties.md records one run).
+Each mutant is switched on in a pytest run of its own (``ZLINK_MUTANT``), forked from a
+process that has loaded what a run loads before its mutant is applied (``mutant_runs``
+says why that is a fresh run), that runs the four machines in the ``ci`` profile and,
+where the unit suites have a test written for the rule the mutant breaks, that test. A
+layer kills a mutant when its test fails. The matrix is printed (run with ``-s``;
+docs/properties.md records one run).
 
 Each mutant must be killed by the machine written for the layer it breaks (``OWNERS``):
 those kills come within the first few dozen examples of a ci run. Each mutant with a
@@ -24,13 +26,13 @@ a 2-core machine); ``ZLINK_KILL_MATRIX=full`` runs every machine under every mut
 from __future__ import annotations
 
 import os
+import queue
 import re
-import subprocess
-import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from mutant_runs import MutantRuns
 
 from zlink_reference_adapter import mutants
 
@@ -144,10 +146,16 @@ OWNERS: dict[str, tuple[str, ...]] = {
 FULL = os.environ.get("ZLINK_KILL_MATRIX") == "full"
 
 
-def kills(mutant: str) -> tuple[dict[str, bool | None], list[str]]:
+# The environment of every mutant's run but the mutant itself.
+RUN_ENV = dict(os.environ, ZLINK_HYPOTHESIS_PROFILE="ci", ZLINK_TEST_TIMEOUT="5")
+
+
+def kills(mutant: str, runs: MutantRuns | None = None
+          ) -> tuple[dict[str, bool | None], list[str]]:
     """Run the layers against one mutant (every machine with ``FULL``, else its owners,
     and its unit tests); which layers fail (kill it), None for a layer not run, and the
-    required unit tests (``KILLERS``) that did not fail."""
+    required unit tests (``KILLERS``) that did not fail. ``runs``: the server to fork
+    the run from (None: one of its own, for this run only)."""
     run = list(MACHINES) if FULL else list(OWNERS[mutant])
     paths = [MACHINES[layer] for layer in run]
     select = "runTest"
@@ -156,18 +164,18 @@ def kills(mutant: str) -> tuple[dict[str, bool | None], list[str]]:
     for where, test in ([unit] if unit is not None else []) + required:
         paths += [p for p in where.split() if p not in paths]
         select += f" or {test}"
-    env = dict(os.environ, ZLINK_MUTANT=mutant, ZLINK_HYPOTHESIS_PROFILE="ci",
-               ZLINK_TEST_TIMEOUT="5")
-    proc = subprocess.run(
-        [sys.executable, "-m", "pytest", *paths, "-k", select, "-q", "-rf", "--tb=no",
-         "-p", "no:cacheprovider", "-o", "timeout=240"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=900,
-    )
-    failed = re.findall(r"^FAILED (\S+)", proc.stdout, re.M)
-    passed_or_failed = re.search(r"\d+ (passed|failed)", proc.stdout)
+    args = [*paths, "-k", select, "-q", "-rf", "--tb=no", "-p", "no:cacheprovider",
+            "-o", "timeout=240"]
+    if runs is None:
+        with MutantRuns(ROOT, RUN_ENV) as own:
+            code, stdout = own.run(args, {"ZLINK_MUTANT": mutant}, timeout=900)
+    else:
+        code, stdout = runs.run(args, {"ZLINK_MUTANT": mutant}, timeout=900)
+    failed = re.findall(r"^FAILED (\S+)", stdout, re.M)
+    passed_or_failed = re.search(r"\d+ (passed|failed)", stdout)
     if passed_or_failed is None:
-        raise AssertionError(f"{mutant}: the run did not complete:\n{proc.stdout[-3000:]}"
-                             f"\n{proc.stderr[-3000:]}")
+        raise AssertionError(f"{mutant}: the run did not complete (exit {code}):\n"
+                             f"{stdout[-6000:]}")
     out: dict[str, bool | None] = {
         layer: any(path in f for f in failed) if layer in run else None
         for layer, path in MACHINES.items()}
@@ -220,8 +228,20 @@ def test_every_mutant_has_owners_and_a_recorded_row() -> None:
 @pytest.mark.timeout(1800 if FULL else 900)
 def test_every_mutant_is_killed_by_a_machine() -> None:
     names = sorted(mutants.CATALOGUE)
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        runs = dict(zip(names, pool.map(kills, names), strict=True))
+    servers: queue.Queue[MutantRuns] = queue.Queue()
+
+    def kills_on_a_server(name: str) -> tuple[dict[str, bool | None], list[str]]:
+        server = servers.get()
+        try:
+            return kills(name, server)
+        finally:
+            servers.put(server)
+
+    with MutantRuns(ROOT, RUN_ENV) as one, MutantRuns(ROOT, RUN_ENV) as two:
+        servers.put(one)
+        servers.put(two)
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            runs = dict(zip(names, pool.map(kills_on_a_server, names), strict=True))
     results = {name: row for name, (row, _) in runs.items()}
     print("\nkill matrix (x: the layer fails under the mutant; n/a: no unit test mapped;"
           " blank: not run, see ZLINK_KILL_MATRIX=full)")

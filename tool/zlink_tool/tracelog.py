@@ -107,6 +107,28 @@ def _opened(root: Path, m: re.Match[str], *, real: bool = True) -> Path:
     return Path(os.path.normpath(Path(base, m.group("path"))))
 
 
+def _opened_text(m: re.Match[str]) -> str:
+    """``_opened(root, m)`` as a string, for a process's own folder given by ``-y``
+    (``AT_FDCWD<...>``) or by a descriptor; without either, the empty string (the path
+    is then read the long way)."""
+    if int(m.group("ret")) >= 0 and m.group("real"):
+        return os.path.normpath(m.group("real"))
+    base = m.group("cwd") or m.group("dir")
+    return os.path.normpath(os.path.join(base, m.group("path"))) if base else ""
+
+
+def _may_count(path: str, under: list[str]) -> bool:
+    """Whether an opened path (``_opened_text``) can be what the log is read for: in the
+    checkout or a copy of it (``under``), or a jar. False only when it cannot: most
+    opens of a log are the interpreter's, the libraries' and the temporary folders', and
+    reading each the long way (``_relative``, pathlib) took most of the time spent
+    reading a log (docs/performance.md, "The verify loop", sixth pass)."""
+    if not path or path.endswith(".jar"):
+        return True
+    return any(path == folder or path.startswith(folder.rstrip("/") + "/")
+               for folder in under)
+
+
 def _written(m: re.Match[str]) -> bool:
     flags = m.group("flags") or ""
     return "O_WRONLY" in flags or "O_RDWR" in flags or "O_CREAT" in flags
@@ -214,6 +236,9 @@ def read_trace(root: Path, log: str) -> Trace:
     copying: dict[int, _Copy] = {}  # per thread: the copy it is making
     copies: list[_Copy] = []
     made: set[Path] = set()  # jars outside the checkout the traced processes wrote
+    under = [str(root)]  # the checkout and the copies of it (``_may_count``)
+    inside = str(root).rstrip("/") + "/"
+    known: dict[tuple[str, str], tuple[str, bool] | None] = {}
     for pid, call in _joined(log.splitlines()):
         if spawn := _SPAWN.match(call):
             child = int(spawn.group("child"))
@@ -230,6 +255,7 @@ def read_trace(root: Path, log: str) -> Trace:
             if folder:
                 copying[pid] = _Copy(Path(os.path.normpath(folder)))
                 copies.append(copying[pid])
+                under.append(str(copying[pid].folder))
             continue
         kind = next((k for prefix, k in marks if path.startswith(prefix)), None)
         if kind is not None:
@@ -245,7 +271,19 @@ def read_trace(root: Path, log: str) -> Trace:
                 if taken[1]:
                     events.append((pid, "read", taken[0], True))  # the tree is an input
             continue
-        found = _relative(root, m, made)
+        text = _opened_text(m)
+        if not _may_count(text, under):
+            continue
+        if text.startswith(inside) and not text.endswith(".jar"):
+            # A file of the checkout (not a jar): what ``_relative`` answers depends on
+            # the path and the flags only, and most such paths are opened again and
+            # again (every process imports the same modules).
+            key = (text, m.group("flags") or "")
+            if key not in known:
+                known[key] = _relative(root, m, made)
+            found = known[key]
+        else:
+            found = _relative(root, m, made)
         if found is None and not _written(m):
             found = next((f for c in copies if (f := c.source(root, m)) is not None), None)
         if found is not None:
