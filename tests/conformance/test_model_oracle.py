@@ -271,3 +271,36 @@ def test_D_27_without_a_bound_a_cancelled_zombie_still_diverges() -> None:
     log = _bound_log(case)
     div = check_model(log).divergence
     assert div is not None and div.rule == "SD-1", div
+
+
+def _survivor_case() -> Case:
+    return make_case(
+        [QUEUE, submit("a", script=[{"op": "gate", "gate": "g", "ignore_cancel": True},
+                                    {"op": "call", "call": "c"}]),
+         {"cmd": "settle"}, {"cmd": "dispose", "target": "q", "mode": "dispose"},
+         {"cmd": "open", "gate": "g"}, {"cmd": "settle"},
+         {"cmd": "complete", "call": "c"}], [{"check": "status", "works": {"a": "finished"}}])
+
+
+def test_SD_3_a_work_that_survives_its_cancellation_and_yields_waits_for_its_call() -> None:
+    """SD-3a: the cancellation reached the turn holder at its gate, which swallowed it and
+    went on; its later yield is a zombie's wait for its call, not a second cancellation.
+    (The oracle used to demand the wait be cut short, and refused this log, which all
+    three runtimes write: explore seed 31, scenario 9,470.)"""
+    case = _survivor_case()
+    good = play(case, {1: [ev("accepted", "a", "q")], 2: [ev("started", "a", "q")],
+                       4: [ev("yielded", "a", "q", call="c")],
+                       6: [ev("resumed", "a", "q"), ev("finished", "a", "q")]})
+    assert check_model(good).divergence is None
+
+
+def test_SD_1_a_work_yielded_when_its_scope_is_cancelled_still_has_its_wait_cut() -> None:
+    """The exemption above is for a work the cancellation reached: one that was waiting
+    on its call when the scope was cancelled must be woken to meet it (D-8)."""
+    case = make_case([QUEUE, submit("a", script=[{"op": "call", "call": "c"}]),
+                      {"cmd": "settle"}, {"cmd": "dispose", "target": "q", "mode": "dispose"},
+                      {"cmd": "settle"}], [{"check": "status", "works": {"a": "cancelled"}}])
+    bad = play(case, {1: [ev("accepted", "a", "q")],
+                      2: [ev("started", "a", "q"), ev("yielded", "a", "q", call="c")]})
+    div = check_model(bad).divergence
+    assert div is not None and div.rule == "SE-6.5", div

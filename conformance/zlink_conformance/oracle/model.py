@@ -282,8 +282,8 @@ class _Shared:
 class _World:
     """One possible state of every queue of the case."""
 
-    __slots__ = ("bounded", "cores", "ending", "finals", "owner_of", "recs", "releasing",
-                 "steps", "to_cancel", "turns", "unseen")
+    __slots__ = ("bounded", "cores", "delivered", "ending", "finals", "owner_of", "recs",
+                 "releasing", "steps", "to_cancel", "turns", "unseen")
 
     def __init__(self) -> None:
         self.cores: dict[str, QueueCore[_Rec]] = {}
@@ -305,7 +305,21 @@ class _World:
         # their turn (so before the queue releases their reservation), and the outcome
         # the queue ends them with at a moment no event reports (forced before a settle).
         self.releasing: dict[str, int] = {}
+        # Works whose scope's cancellation has reached them (SD-1, D-8): the turn holder
+        # when its queue was cancelled, or a yielded work resumed on a cancelled queue.
+        # One that goes on and yields again survived it (SD-3a): a zombie, whose call is
+        # waited for as any work's, not cut short a second time.
+        self.delivered: set[str] = set()
         self.steps = 0
+
+    def deliver(self, shared: _Shared, core: QueueCore[_Rec]) -> None:
+        """``core`` is being cancelled: the work running on its turn meets the
+        cancellation where it is (D-8). A SpotWide Actor queue's turn holder is the
+        claim of a work that runs on the Spot queue (and may be yielded there, SE-4.6):
+        that queue's turn says."""
+        holder = core.current
+        if holder is not None and shared.works[holder.name].route.run == core.name:
+            self.delivered.add(holder.name)
 
     # ---------------------------------------------------------------- copying
     def copy(self) -> _World:
@@ -330,6 +344,7 @@ class _World:
         new.unseen = set(self.unseen)
         new.bounded = set(self.bounded)
         new.releasing = dict(self.releasing)
+        new.delivered = set(self.delivered)
         new.steps = self.steps
         return new
 
@@ -363,6 +378,7 @@ class _World:
         parts.append(tuple(sorted(self.unseen)))
         parts.append(tuple(sorted(self.bounded)))
         parts.append(tuple(sorted(self.releasing.items())))
+        parts.append(tuple(sorted(self.delivered)))
         return tuple(parts)
 
     # ----------------------------------------------------------------- queues
@@ -529,6 +545,7 @@ class _Replay:
         for world in self.worlds:
             for core in world.target_cores(target):
                 if mode == DISPOSE and core.mode != MODE_CANCELLED:
+                    world.deliver(sh, core)
                     ended, _live = core.dispose()
                     world.to_cancel |= {(core.name, r.name) for r in ended}
                 elif mode == DISPOSE_SAFELY and core.mode == MODE_OPEN:
@@ -561,7 +578,7 @@ class _Replay:
             for rec in core.suspended_records():
                 work = rec.name
                 call = self._call_of.get(work)
-                cancelling = core.mode == MODE_CANCELLED
+                cancelling = core.mode == MODE_CANCELLED and work not in world.delivered
                 settled = call is not None and call in sh.settled_calls
                 if world.owner_of[name] in sh.held:
                     # A held queue requeues on its step (which comes after the call's
@@ -625,6 +642,7 @@ class _Replay:
             _leave(actor)
         elif kind == "expire":
             core = world.cores[what]
+            world.deliver(sh, core)
             ended, _live = core.expire_timeout()
             world.to_cancel |= {(core.name, r.name) for r in ended}
             world.cancel_finals(sh, core.name)  # as dispose (D-22)
@@ -633,6 +651,7 @@ class _Replay:
             # cancelled as dispose cancels them.
             core = world.cores[what]
             world.bounded.discard(what)
+            world.deliver(sh, core)
             ended, _live = core.dispose()
             world.to_cancel |= {(core.name, r.name) for r in ended}
             world.cancel_finals(sh, core.name)  # as dispose (D-22)
@@ -1047,6 +1066,8 @@ class _Replay:
             raise _ProblemError("SE-6.5", "NoDoubleDrain",
                            f"{work} started while {holder} holds the turn of {core.name}: a "
                            f"second turn at once means a second drain ran")
+        if resume and core.mode == MODE_CANCELLED:
+            world.delivered.add(work)  # resumed to be cancelled (D-8)
         before = self._explain_take(core, rec)
         chosen = _take(core.copy())
         if chosen.name == work:
