@@ -150,6 +150,23 @@ def _waiters(body: Body, rng: random.Random, caps: frozenset[str],
         body.insert(where, message)
 
 
+def _insert_after(body: Body, rng: random.Random, share: float,
+                  matches: Callable[[dict[str, Any]], bool],
+                  make: Callable[[dict[str, Any]], list[dict[str, Any]]]) -> None:
+    """After each message ``matches`` picks, with probability ``share``, the messages
+    ``make`` builds from it; what is inserted is never itself considered (one draw per
+    original match, in the order of the body, so a seed gives the same scenario)."""
+    i = 0
+    while i < len(body):
+        message = body[i]
+        i += 1
+        if not matches(message) or rng.random() >= share:
+            continue
+        added = make(message)
+        body[i:i] = added
+        i += len(added)
+
+
 def _bound_after_safely(body: Body, rng: random.Random, caps: frozenset[str],
                         fields: Sequence[str]) -> None:
     """After some ``dispose_safely`` (and ``destroy``, which disposes safely unless told
@@ -157,19 +174,13 @@ def _bound_after_safely(body: Body, rng: random.Random, caps: frozenset[str],
     its zombies (D-27), which must cancel every one left when it expires."""
     if not {"disposal", "virtual_clock"} <= caps:
         return
-    i = 0
-    while i < len(body):
-        message = body[i]
-        i += 1
-        if message.get("cmd") != DISPOSE_COMMAND or \
-                message.get("mode") not in (DISPOSE_SAFELY, "destroy"):
-            continue
-        if rng.random() >= BOUND_SHARE:
-            continue
-        bound = {"cmd": DISPOSE_COMMAND, "target": message["target"],
-                 "mode": DISPOSE_AFTER_TIMEOUT, "timeout_ms": rng.choice((1, 10, 50))}
-        body[i:i] = [{"cmd": "settle"}, bound]
-        i += 2
+    _insert_after(
+        body, rng, BOUND_SHARE,
+        lambda m: m.get("cmd") == DISPOSE_COMMAND and m.get("mode") in (DISPOSE_SAFELY,
+                                                                        "destroy"),
+        lambda m: [{"cmd": "settle"},
+                   {"cmd": DISPOSE_COMMAND, "target": m["target"],
+                    "mode": DISPOSE_AFTER_TIMEOUT, "timeout_ms": rng.choice((1, 10, 50))}])
 
 
 def _deadline(body: Body, rng: random.Random, caps: frozenset[str],
@@ -179,17 +190,10 @@ def _deadline(body: Body, rng: random.Random, caps: frozenset[str],
     once the timeout has passed, not a tick later)."""
     if "virtual_clock" not in caps:
         return
-    i = 0
-    while i < len(body):
-        message = body[i]
-        i += 1
-        if message.get("cmd") != DISPOSE_COMMAND or \
-                message.get("mode") != DISPOSE_AFTER_TIMEOUT:
-            continue
-        if rng.random() >= DEADLINE_SHARE:
-            continue
-        body[i:i] = [{"cmd": "advance", "ms": message["timeout_ms"]}, {"cmd": "settle"}]
-        i += 2
+    _insert_after(
+        body, rng, DEADLINE_SHARE,
+        lambda m: m.get("cmd") == DISPOSE_COMMAND and m.get("mode") == DISPOSE_AFTER_TIMEOUT,
+        lambda m: [{"cmd": "advance", "ms": m["timeout_ms"]}, {"cmd": "settle"}])
 
 
 def _barrier_in_turn(body: Body, rng: random.Random, caps: frozenset[str],
