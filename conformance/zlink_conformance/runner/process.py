@@ -1,10 +1,13 @@
 """The adapter as a child process: start, handshake, one command at a time, stop.
 
-Two reader threads drain the child's stdout (lines, handed over through a queue) and
-stderr (its last lines kept for reports), so a chatty adapter can never block on a full
-pipe and the runner can wait for a line with a deadline. Writes are bounded the same way:
-the adapter's stdin is non-blocking and every command is written against the deadline,
-so an adapter that stops reading (its pipe fills) is a hung case, not a hung runner. The
+The runner reads the child's stdout itself, with ``select`` against the case's deadline,
+into a buffer of whole lines; a reader thread drains its stderr (its last lines kept for
+reports). Writes are bounded the same way: the adapter's stdin is non-blocking and every
+command is written against the deadline, and while a command waits for room in the pipe
+the runner goes on reading stdout, so a chatty adapter can never block both sides on two
+full pipes, and an adapter that stops reading (its pipe fills) is a hung case, not a hung
+runner. Reading in the runner's own thread keeps a round trip to one wake-up: no line is
+handed from thread to thread. The
 deadline is the only use of the wall clock in the whole runner: it tells a hung adapter
 from a slow one, and never decides a verdict. Anything the adapter does wrong (dies,
 hangs, writes garbage, skips the handshake, answers the wrong command) becomes an
@@ -24,7 +27,6 @@ import contextlib
 import dataclasses
 import json
 import os
-import queue
 import select
 import signal
 import subprocess
@@ -58,7 +60,7 @@ __all__ = [
 
 STDERR_TAIL = 30
 STDERR_LINE_CHARS = 2000  # a kept stderr line is cut here: a flood must not fill reports
-_EOF = None
+_READ_BYTES = 1 << 16  # one read of the adapter's stdout takes at most this much
 
 WireTap = Callable[[str, bytes], None]
 """Sees every raw line: ("sent", command) or ("received", reply or event)."""
@@ -122,7 +124,10 @@ class AdapterProcess:
         self._env = dict(os.environ, **(env or {}))
         self._cwd = cwd
         self._proc: subprocess.Popen[bytes] | None = None
-        self._lines: queue.Queue[bytes | None] = queue.Queue()
+        self._stdout_fd = -1
+        self._unread = bytearray()  # stdout bytes read, not yet a whole line
+        self._lines: collections.deque[bytes] = collections.deque()  # whole lines read
+        self._eof = False  # stdout ended (after the lines in _lines)
         self._stderr: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL)
         self._stderr_lock = threading.Lock()
         self._stderr_thread: threading.Thread | None = None
@@ -149,8 +154,8 @@ class AdapterProcess:
         assert self._proc.stdin is not None
         # Written with os.write against a deadline (send): never blocks the runner.
         os.set_blocking(self._proc.stdin.fileno(), False)
-        threading.Thread(target=self._read_stdout, args=(self._proc.stdout,),
-                         daemon=True, name="zlink-adapter-stdout").start()
+        # Read with os.read after select (_read_stdout), never through the file object.
+        self._stdout_fd = self._proc.stdout.fileno()
         self._stderr_thread = threading.Thread(
             target=self._read_stderr, args=(self._proc.stderr,), daemon=True,
             name="zlink-adapter-stderr")
@@ -161,16 +166,38 @@ class AdapterProcess:
         """The adapter's process id, which is also its process group's and session's."""
         return self._proc.pid if self._proc is not None else None
 
-    def _read_stdout(self, stream: IO[bytes]) -> None:
+    def _read_stdout(self, timeout: float) -> None:
+        """Wait up to ``timeout`` seconds for the adapter's stdout to be readable, then
+        read what it holds into whole lines. A line longer than the protocol allows is
+        cut at ``MAX_LINE_BYTES + 1`` bytes (so it fails to parse, AP-1) and its rest read
+        as further lines; a last line without its newline is a line at the end."""
+        if self._eof:
+            return
         try:
-            while True:
-                line = stream.readline(MAX_LINE_BYTES + 1)
-                if not line:
-                    break
-                self._lines.put(line)
+            ready, _, _ = select.select([self._stdout_fd], [], [], max(timeout, 0.0))
+            if not ready:
+                return
+            data = os.read(self._stdout_fd, _READ_BYTES)
         except (OSError, ValueError):
-            pass
-        self._lines.put(_EOF)
+            data = b""
+        unread = self._unread
+        if not data:
+            if unread:
+                self._lines.append(bytes(unread))
+                unread.clear()
+            self._eof = True
+            return
+        unread += data
+        start = 0
+        while True:
+            end = unread.find(b"\n", start)
+            if end < 0 or end - start > MAX_LINE_BYTES:
+                if len(unread) - start <= MAX_LINE_BYTES:
+                    break
+                end = start + MAX_LINE_BYTES  # too long: cut where readline would
+            self._lines.append(bytes(unread[start:end + 1]))
+            start = end + 1
+        del unread[:start]
 
     def _read_stderr(self, stream: IO[bytes]) -> None:
         try:
@@ -274,25 +301,25 @@ class AdapterProcess:
 
     def _next_message(self, deadline: float, waiting_for: str,
                       limit: str = "the case timeout") -> Reply | Event:
-        remaining = deadline - time.monotonic()
-        # The deadline is checked before the queue: a flood of lines cannot carry the
-        # runner past it.
-        try:
+        # The deadline is checked before the lines read: a flood of lines cannot carry
+        # the runner past it.
+        while True:
+            remaining = deadline - time.monotonic()
             if remaining <= 0:
-                raise queue.Empty
-            raw = self._lines.get(timeout=remaining)
-        except queue.Empty:
-            raise self._fail(AdapterHungError, f"no answer within {limit} while waiting for "
-                                               f"{waiting_for}") from None
-        if raw is _EOF:
-            self._lines.put(_EOF)  # every later read sees the end too
-            code = self._exit_code()
-            how = f"exited with status {code}" if code is not None else "closed its stdout"
-            if self._stderr_thread is not None:
-                self._stderr_thread.join(1.0)
-            raise self._fail(AdapterCrashedError, f"the adapter {how} while the runner waited for "
-                                                  f"{waiting_for}")
-        return self._parse(raw)
+                raise self._fail(AdapterHungError, f"no answer within {limit} while waiting "
+                                                   f"for {waiting_for}")
+            if self._lines or self._eof:
+                break
+            self._read_stdout(remaining)
+        if self._lines:
+            return self._parse(self._lines.popleft())
+        # the end of stdout, seen by this and every later read
+        code = self._exit_code()
+        how = f"exited with status {code}" if code is not None else "closed its stdout"
+        if self._stderr_thread is not None:
+            self._stderr_thread.join(1.0)
+        raise self._fail(AdapterCrashedError, f"the adapter {how} while the runner waited for "
+                                              f"{waiting_for}")
 
     def _parse(self, raw: bytes) -> Reply | Event:
         self._line_no += 1
@@ -308,15 +335,14 @@ class AdapterProcess:
         waiting: the messages, and for a line that is not the protocol its AP-1 fault."""
         out: list[Reply | Event | str] = []
         while True:
+            if not self._lines:
+                unread = len(self._unread)
+                self._read_stdout(0.0)
+                if not self._lines and len(self._unread) == unread:
+                    return out  # nothing more is waiting in the pipe (or it ended)
+                continue
             try:
-                raw = self._lines.get_nowait()
-            except queue.Empty:
-                return out
-            if raw is _EOF:
-                self._lines.put(_EOF)
-                return out
-            try:
-                out.append(self._parse(raw))
+                out.append(self._parse(self._lines.popleft()))
             except AdapterError as exc:
                 out.append(exc.message)
 
@@ -357,7 +383,11 @@ class AdapterProcess:
                         f"the adapter did not read its stdin within the case timeout: "
                         f"{len(data)} of {len(line)} byte(s) of {message.get('cmd')!r} "
                         f"(id {ident}) could not be written (its stdin pipe is full)")
-                select.select([], [fd], [], remaining)
+                # read stdout meanwhile: an adapter blocked on writing its replies and
+                # events must not keep its stdin full
+                readable, _, _ = select.select([self._stdout_fd], [fd], [], remaining)
+                if readable:
+                    self._read_stdout(0.0)
         except (BrokenPipeError, OSError, ValueError):
             code = self._exit_code()
             # An adapter that exited closed its stdin with it: say it exited, in the words
