@@ -459,7 +459,10 @@ class ReferenceAdapter:
                 call.cancel()
         with contextlib.suppress(RuntimeError):
             loop.run_until_complete(run_until_idle(max_iterations=2000))
-        tasks = [t for t in asyncio.all_tasks(loop) if not t.done()]
+        # The case's own tasks, which its loop's task factory (_track) listed: asking
+        # asyncio.all_tasks would walk every task alive in the process, the ended
+        # cases' ones the collector has not freed yet among them, at every reset.
+        tasks = [t for t in case.tasks if not t.done()]
         for task in tasks:
             task.cancel()
         if tasks:
