@@ -27,7 +27,7 @@ import pytest
 from zlink_conformance.catalog import Case, Catalogue, select
 from zlink_conformance.cli import main as kit_main
 from zlink_conformance.report import ConsoleReporter
-from zlink_conformance.runner import InvalidDurationError, Runner, SuiteReport
+from zlink_conformance.runner import InvalidDurationError, Runner, SuiteReport, process, suite
 from zlink_conformance.runner.process import STDERR_LINE_CHARS
 from zlink_reference_adapter import reference_adapter_command
 
@@ -401,3 +401,38 @@ def test_the_time_the_runner_spends_judging_is_not_the_adapter_s(
         runner.start()
         result = runner.run_case(case)
     assert (result.status, result.messages) == ("passed", [])
+
+
+def test_AP_2_a_long_run_keeps_what_tells_a_second_reply_for_a_bounded_window(
+    catalogue: Catalogue, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A long run (an exploration of hours) keeps the answered commands and the cases
+    that sent them for the last ``ANSWERED_WINDOW`` commands only, so its memory stays
+    flat; within the window a stale second reply is still charged to its own case."""
+    window = 40
+    monkeypatch.setattr(process, "ANSWERED_WINDOW", window)
+    monkeypatch.setattr(suite, "ANSWERED_WINDOW", window)
+    cases = select(catalogue, THREE) * 12
+    with Runner(reference_adapter_command(), env=child_env(), timeout=20) as runner:
+        report = runner.run(cases)
+        adapter = runner._adapter
+        assert adapter is not None
+        sent = adapter.next_id
+        longest = max(len(r.case.steps) for r in report.results) * 2 + 4  # settles, reset
+        assert len(adapter._answered) <= window + longest, (
+            f"AP-2: {len(adapter._answered)} answered commands kept after {sent} sent; "
+            f"the window is {window}")
+        assert len(runner._cases_by_id) <= window // 2 + 2, len(runner._cases_by_id)
+        # every command still told apart has its case kept: the one that sent the
+        # window's first id, too
+        assert runner._cases_by_id[0][0] <= min(adapter._answered), (
+            f"AP-2: the first case kept starts at id {runner._cases_by_id[0][0]}, after "
+            f"the first answered id {min(adapter._answered)} it should own")
+    assert all(r.status == "passed" for r in report.results), \
+        [r.messages for r in report.results if r.status != "passed"]
+    # within the window, the stale reply of case 2 is case 2's, as without one
+    with Runner(fake("misbehaving"), env=child_env(FAKE_FAULT="stale_reply"),
+                timeout=10) as runner:
+        report = runner.run(select(catalogue, THREE))
+    assert [r.status for r in report.results] == ["passed", "error", "passed"]
+    assert "written after the case had ended" in report.results[1].messages[0]

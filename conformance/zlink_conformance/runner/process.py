@@ -48,6 +48,7 @@ from ..protocol.wire import (
 )
 
 __all__ = [
+    "ANSWERED_WINDOW",
     "AdapterCrashedError",
     "AdapterError",
     "AdapterHungError",
@@ -60,6 +61,12 @@ __all__ = [
 
 STDERR_TAIL = 30
 STDERR_LINE_CHARS = 2000  # a kept stderr line is cut here: a flood must not fill reports
+# How many commands back a reply is still recognised as a second reply to an answered
+# command (and charged to the case that sent it): the runner keeps what it needs for
+# that about the last ANSWERED_WINDOW commands only, so a long exploration's memory
+# stays flat. A reply to a command further back is still an AP-2 fault, of the case
+# that reads it ("a reply to command N, but the runner waits for M").
+ANSWERED_WINDOW = 10_000
 _READ_BYTES = 1 << 16  # one read of the adapter's stdout takes at most this much
 
 WireTap = Callable[[str, bytes], None]
@@ -136,6 +143,7 @@ class AdapterProcess:
         self._tap = wire_tap
         self._answered: dict[int, tuple[str, int]] = {}  # id -> (command, line of its reply)
         self._case_start = 0  # the first id sent for the running case
+        self._forgotten = 0  # ids below this have left _answered (ANSWERED_WINDOW)
         self.on_stale: Callable[[Reply, str], None] | None = None
         self.handshake: Handshake | None = None
 
@@ -298,6 +306,11 @@ class AdapterProcess:
         """Mark where a case starts: a second reply to a command sent before this is the
         fault of the case that sent it (``on_stale``), not of the one that runs."""
         self._case_start = self._next_id
+        forget = self._case_start - ANSWERED_WINDOW
+        answered = self._answered
+        while self._forgotten < forget:
+            answered.pop(self._forgotten, None)
+            self._forgotten += 1
 
     def _next_message(self, deadline: float, waiting_for: str,
                       limit: str = "the case timeout") -> Reply | Event:

@@ -49,6 +49,7 @@ from ..protocol.faults import (
 )
 from ..protocol.wire import Event, Reply
 from .process import (
+    ANSWERED_WINDOW,
     AdapterError,
     AdapterHungError,
     AdapterProcess,
@@ -541,7 +542,15 @@ class Runner:
             self._adapter = None
             adapter = self._ready_adapter()
         adapter.begin_case()
-        self._cases_by_id.append((adapter.next_id, result))
+        cases = self._cases_by_id
+        cases.append((adapter.next_id, result))
+        # the cases whose commands the adapter process no longer tells apart are let go
+        # (ANSWERED_WINDOW): a long exploration does not keep every result it ran
+        threshold = adapter.next_id - ANSWERED_WINDOW
+        if cases[0][0] < threshold:
+            keep = next(i for i, (first, _) in enumerate(cases) if first >= threshold)
+            if keep > 1:  # the case before ``keep`` may own replies to ids past it
+                del cases[:keep - 1]
         return adapter
 
     def _stale_reply(self, reply: Reply, command: str) -> None:
