@@ -436,3 +436,25 @@ def test_AP_2_a_long_run_keeps_what_tells_a_second_reply_for_a_bounded_window(
         report = runner.run(select(catalogue, THREE))
     assert [r.status for r in report.results] == ["passed", "error", "passed"]
     assert "written after the case had ended" in report.results[1].messages[0]
+
+
+def test_AP_6_a_look_for_lines_left_behind_ends_while_the_adapter_writes_without_end(
+) -> None:
+    """``drain`` (what a case left behind, read at its end and at the next one's start)
+    reads a bounded amount, so an adapter that writes lines faster than the runner parses
+    them cannot keep the runner there; what it read is returned (AP-6 for the case)."""
+    line = '{"event":"finished","work":"a","owner":"S"}'
+    adapter = process.AdapterProcess(["sh", "-c", f"exec yes '{line}'"])
+    adapter.start()
+    box: list[list[object]] = []
+    try:
+        time.sleep(0.2)  # the pipe is full
+        worker = threading.Thread(target=lambda: box.append(adapter.drain()), daemon=True)
+        worker.start()
+        worker.join(60)
+        assert not worker.is_alive(), "AP-6: drain did not return while the adapter wrote"
+    finally:
+        adapter.kill()
+    got = box[0]
+    assert got and len(got) * (len(line) + 1) <= 4 * process.MAX_LINE_BYTES + len(line), \
+        len(got)

@@ -68,6 +68,7 @@ STDERR_LINE_CHARS = 2000  # a kept stderr line is cut here: a flood must not fil
 # that reads it ("a reply to command N, but the runner waits for M").
 ANSWERED_WINDOW = 10_000
 _READ_BYTES = 1 << 16  # one read of the adapter's stdout takes at most this much
+_DRAIN_READS = 64  # drain reads at most this many times (4 MiB); a flood is read later
 
 WireTap = Callable[[str, bytes], None]
 """Sees every raw line: ("sent", command) or ("received", reply or event)."""
@@ -347,10 +348,14 @@ class AdapterProcess:
         """Every line the adapter has written and the runner not read yet, without
         waiting: the messages, and for a line that is not the protocol its AP-1 fault."""
         out: list[Reply | Event | str] = []
+        reads = 0  # an adapter that never stops writing must not keep the runner here
         while True:
             if not self._lines:
                 unread = len(self._unread)
+                if reads == _DRAIN_READS:
+                    return out
                 self._read_stdout(0.0)
+                reads += 1
                 if not self._lines and len(self._unread) == unread:
                     return out  # nothing more is waiting in the pipe (or it ended)
                 continue
