@@ -2,9 +2,13 @@
 build directory, adapt the copy where mypyc needs it, and compile the model core and the
 shell rooms listed in ``COMPILED`` there. The sources stay as they are and stay the
 reference; every adaptation below says why it is needed and is checked to apply (a
-source that drifted fails the build with the edit that no longer fits).
+source that drifted fails the build with the edit that no longer fits). Where the C
+compiler is gcc, the C that mypyc emits is built profile-guided: instrumented, trained
+on the core, shell and coordinator tests, built again with the counts (``PGO_*`` below;
+``--no-pgo`` skips it; a compiler that refuses the flags gets a plain build and a note).
 
     .venv/bin/python scripts/compiled_build.py BUILD_DIR
+    .venv/bin/python scripts/compiled_build.py BUILD_DIR --no-pgo    # one plain build
     PYTHONPATH=BUILD_DIR .venv/bin/python -m pytest tests/shell
     .venv/bin/python scripts/compiled_build.py BUILD_DIR --wheels dist   # after ./dev dist
 
@@ -16,6 +20,7 @@ conformance suite against that build (docs/performance.md, "The compiled build")
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import subprocess
 import sys
@@ -168,8 +173,9 @@ MYPY_EXTENSIONS = "mypy-extensions>=1.0.0"
 WHEELS = (("zlink_model", "zlink_model"), ("zlink_reference", "zlink_reference"))
 
 
-def compile_copy(build: Path) -> int:
-    """Copy, adapt and compile into ``build``; 0 when done, 1 with the reason printed."""
+def compile_copy(build: Path, *, pgo: bool = True) -> int:
+    """Copy, adapt and compile into ``build``, profile-guided where the compiler allows
+    (``pgo``); 0 when done, 1 with the reason printed."""
     here = Path(__file__).resolve().parent.parent
     shutil.rmtree(build, ignore_errors=True)
     build.mkdir(parents=True)
@@ -198,14 +204,98 @@ def compile_copy(build: Path) -> int:
     # would flag the copy's adaptations (an ignore or a cast the adapted types make
     # redundant). The sources themselves are checked strict by ``zlink verify``.
     (build / "mypy.ini").write_text("[mypy]\n")
-    with open(build / "mypyc.log", "w") as log:
-        done = subprocess.run(
-            [sys.executable, "-c", SETUP, ",".join(COMPILED), "build_ext", "--inplace"],
-            cwd=build, stdout=log, stderr=log)
-    if done.returncode != 0:
+    if pgo and profile_guided(build, here):
+        return 0
+    if not run_setup(build, "mypyc.log", []):
         sys.stderr.write((build / "mypyc.log").read_text())
         return 1
     return 0
+
+
+def run_setup(build: Path, log_name: str, cflags: list[str]) -> bool:
+    """Run mypyc and the C compiler over the copy in ``build``, with ``cflags`` added to
+    the C compiler's flags (and to the linker's: setuptools passes ``CFLAGS`` to both);
+    the output goes to ``build/log_name``. True when it built. Every object is compiled
+    again (``--force``): an instrumented one left by a profile-guided attempt looks
+    newer than its source."""
+    env = dict(os.environ)
+    if cflags:
+        env["CFLAGS"] = " ".join([env.get("CFLAGS", ""), *cflags]).strip()
+    with open(build / log_name, "w") as log:
+        done = subprocess.run(
+            [sys.executable, "-c", SETUP, ",".join(COMPILED), "build_ext", "--inplace",
+             "--force"],
+            cwd=build, stdout=log, stderr=log, env=env)
+    return done.returncode == 0
+
+
+# Profile-guided optimisation of the C that mypyc emits (gcc): build once instrumented,
+# run the core, shell and coordinator tests against that build (every path of the
+# queue, the drain, the drive task and the coordinators, not one benchmark's shape),
+# and build again with the counts, which lay out hot and cold code apart and decide
+# inlining and branch order from what ran. ``-fprofile-partial-training`` keeps the
+# code the training did not reach optimised as without a profile (gcc >= 10); the
+# profile's counters stay in the build directory and ship in no wheel.
+# docs/performance.md, "Profile-guided build" has the figures.
+PGO_DIR = ".pgo"
+PGO_GENERATE = ["-fprofile-generate={dir}", "-fprofile-update=single"]
+PGO_USE = ["-fprofile-use={dir}", "-fprofile-partial-training", "-Wno-missing-profile"]
+PGO_TRAINING = ["-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "0",
+                "tests/core", "tests/shell", "tests/coordinators"]
+
+
+def pgo_note(why: str) -> None:
+    print(f"[dev] compiled build: {why}; building without a profile", file=sys.stderr)
+
+
+def compiler_takes(build: Path, flags: list[str]) -> bool:
+    """Whether the C compiler Python's extensions are built with accepts ``flags``
+    (clang, say, takes ``-fprofile-generate`` but not ``-fprofile-partial-training``
+    nor gcc's profile files)."""
+    cc = (sysconfig.get_config_var("CC") or "cc").split()
+    probe = build / "probe.c"
+    probe.write_text("int zlink_probe(int x) { return x + 1; }\n")
+    try:
+        done = subprocess.run([*cc, *flags, "-Werror", "-c", str(probe), "-o",
+                               str(build / "probe.o")], capture_output=True)
+    except OSError:
+        return False
+    finally:
+        probe.unlink()
+        (build / "probe.o").unlink(missing_ok=True)
+    return done.returncode == 0
+
+
+def profile_guided(build: Path, here: Path) -> bool:
+    """Build ``build`` profile-guided; False (with a note printed) when the compiler,
+    the checkout or a step does not allow it, and the caller then builds plainly."""
+    profile = build / PGO_DIR
+    generate = [f.format(dir=profile) for f in PGO_GENERATE]
+    use = [f.format(dir=profile) for f in PGO_USE]
+    if not (here / "tests" / "shell").is_dir():
+        pgo_note("no tests/ to train a profile on")
+        return False
+    if not (compiler_takes(build, generate) and compiler_takes(build, use)):
+        pgo_note(f"the C compiler does not take {' '.join(PGO_GENERATE + PGO_USE)}")
+        return False
+    if not run_setup(build, "mypyc-instrumented.log", generate):
+        pgo_note(f"the instrumented build failed (see {build / 'mypyc-instrumented.log'})")
+        return False
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(build), *filter(None, [os.environ.get("PYTHONPATH")])]))
+    with open(build / "pgo-training.log", "w") as log:
+        trained = subprocess.run([sys.executable, *PGO_TRAINING], cwd=here, env=env,
+                                 stdout=log, stderr=log)
+    if trained.returncode != 0:
+        # The counts of the tests that ran are still a profile; a failing test is for
+        # the test run against the finished build to report.
+        print(f"[dev] compiled build: the training run failed (see "
+              f"{build / 'pgo-training.log'}); its counts are used as they are",
+              file=sys.stderr)
+    if not run_setup(build, "mypyc.log", use):
+        pgo_note(f"the build with the profile failed (see {build / 'mypyc.log'})")
+        return False
+    return True
 
 
 def compiled_wheels(build: Path, dist: Path) -> list[Path]:
@@ -255,8 +345,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("build", type=Path, help="the build directory (emptied first)")
     parser.add_argument("--wheels", type=Path, metavar="DIST",
                         help="also make compiled wheels beside the pure ones in DIST")
+    parser.add_argument("--no-pgo", action="store_true",
+                        help="build without the profile-guided pass (no training run)")
     args = parser.parse_args(argv)
-    if compile_copy(args.build.resolve()) != 0:
+    if compile_copy(args.build.resolve(), pgo=not args.no_pgo) != 0:
         return 1
     if args.wheels is not None:
         for path in compiled_wheels(args.build.resolve(), args.wheels.resolve()):
