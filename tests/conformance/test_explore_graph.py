@@ -275,7 +275,10 @@ def test_SE_6_4_the_held_walk_kills_a_mutant_seen_only_between_two_turns(
 
 
 @pytest.mark.slow
+@pytest.mark.soak
 def test_SE_6_4_the_walk_without_held_steps_does_not_kill_it(tmp_path: Path) -> None:
+    """The measurement behind the kill matrix's "survived" for this mutant without held
+    steps (docs/conformance.md): a soak test, run by ``./dev soak``."""
     config = ExploreConfig(reference_adapter_command(), runs=None, out=tmp_path,
                            env=_mutant_env("time_budget_ignored"), strategy="graph")
     report = explore(config, say=lambda line: None)

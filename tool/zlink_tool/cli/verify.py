@@ -166,7 +166,8 @@ def steps(deep: bool = False) -> list[Step]:
         # A third of its workers' time is waiting, not computing (a cold run on the
         # 2-core machine: 599 s of its tests' time, 413 s of CPU): one worker more than
         # its cores keeps them busy (docs/performance.md, "The verify loop", fifth pass).
-        tests("tests", "the rest of the pytest suite", ignore, ["tests"],
+        # The soak tests measure what a tool cannot see (./dev soak runs them).
+        tests("tests", "the rest of the pytest suite", ["-m", "not soak", *ignore], ["tests"],
               ["-m", "not slow", *ignore], extra_workers=1),
         Step("types", "mypy --strict", [py, "-m", "mypy"], inputs="mypy"),
         Step("lint", "ruff check", [py, "-m", "ruff", "check", "."], inputs="ruff"),
