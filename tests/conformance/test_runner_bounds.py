@@ -388,7 +388,6 @@ def test_the_time_the_runner_spends_judging_is_not_the_adapter_s(
     timeout while waiting for the reply to 'reset'", an error charged to the runtime.)"""
     from zlink_conformance.oracle.log import CaseLog
     from zlink_conformance.oracle.model import ModelVerdict, check_model
-    from zlink_conformance.runner import suite
 
     def slow_judge(log: CaseLog, *, single_resource: bool = False) -> ModelVerdict:
         time.sleep(1.5)
@@ -411,7 +410,6 @@ def test_AP_2_a_long_run_keeps_what_tells_a_second_reply_for_a_bounded_window(
     flat; within the window a stale second reply is still charged to its own case."""
     window = 40
     monkeypatch.setattr(process, "ANSWERED_WINDOW", window)
-    monkeypatch.setattr(suite, "ANSWERED_WINDOW", window)
     cases = select(catalogue, THREE) * 12
     with Runner(reference_adapter_command(), env=child_env(), timeout=20) as runner:
         report = runner.run(cases)

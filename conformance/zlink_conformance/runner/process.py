@@ -303,6 +303,12 @@ class AdapterProcess:
         """The id the next command will carry."""
         return self._next_id
 
+    @property
+    def told_apart_from(self) -> int:
+        """The first command id whose second reply is still told apart as one (the last
+        ``ANSWERED_WINDOW`` commands before the running case's)."""
+        return self._forgotten
+
     def begin_case(self) -> None:
         """Mark where a case starts: a second reply to a command sent before this is the
         fault of the case that sent it (``on_stale``), not of the one that runs."""

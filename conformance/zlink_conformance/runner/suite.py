@@ -19,6 +19,7 @@ passed.
 
 from __future__ import annotations
 
+import bisect
 import collections
 import dataclasses
 import json
@@ -49,7 +50,6 @@ from ..protocol.faults import (
 )
 from ..protocol.wire import Event, Reply
 from .process import (
-    ANSWERED_WINDOW,
     AdapterError,
     AdapterHungError,
     AdapterProcess,
@@ -546,11 +546,9 @@ class Runner:
         cases.append((adapter.next_id, result))
         # the cases whose commands the adapter process no longer tells apart are let go
         # (ANSWERED_WINDOW): a long exploration does not keep every result it ran
-        threshold = adapter.next_id - ANSWERED_WINDOW
-        if cases[0][0] < threshold:
-            keep = next(i for i, (first, _) in enumerate(cases) if first >= threshold)
-            if keep > 1:  # the case before ``keep`` may own replies to ids past it
-                del cases[:keep - 1]
+        keep = bisect.bisect_left(cases, adapter.told_apart_from, key=lambda c: c[0])
+        if keep > 1:  # the case before ``keep`` may own replies to ids past it
+            del cases[:keep - 1]
         return adapter
 
     def _stale_reply(self, reply: Reply, command: str) -> None:
