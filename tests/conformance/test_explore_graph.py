@@ -44,18 +44,28 @@ def _held() -> GraphStrategy:
     return GraphStrategy(Declared.of(list(CAPABILITIES), None), seed=0)
 
 
-def test_SE_10_14_graph_paths_take_every_move_of_the_graph() -> None:
-    strategy = _everything()
+def _paths_cover_the_moves_and_chain(strategy: GraphStrategy) -> list[int]:
+    """Every move of the walk lies on a path, every path starts at Init and each move
+    starts where the one before ended; the state where each path ends."""
     walk = strategy.walk
     assert walk is not None
     on_paths = {m for path in strategy.paths for m in path}
     assert on_paths == set(range(len(walk.moves)))
-    # every path starts at Init and each move starts where the one before ended
+    ends = []
     for path in strategy.paths:
         here = 0
         for m in path:
             assert walk.moves[m].source == here
             here = walk.moves[m].target
+        ends.append(here)
+    return ends
+
+
+def test_SE_10_14_graph_paths_take_every_move_of_the_graph() -> None:
+    strategy = _everything()
+    walk = strategy.walk
+    assert walk is not None
+    _paths_cover_the_moves_and_chain(strategy)
     # a move is one environment transition and the runtime's own after it
     for move in walk.moves:
         kinds = [strategy.g.steps[i][1].split("(")[0] for i in move.steps]
@@ -98,13 +108,7 @@ def test_SE_10_14_held_graph_paths_take_every_transition_and_end_at_rest() -> No
     # every transition of the graph is a move of its own, the runtime's included
     assert walk.drivable == frozenset(range(len(steps))) and len(steps) == 35466
     assert all(len(move.steps) == 1 for move in walk.moves)
-    on_paths = {m for path in strategy.paths for m in path}
-    assert on_paths == set(range(len(walk.moves)))
-    for path in strategy.paths:
-        here = 0
-        for m in path:
-            assert walk.moves[m].source == here
-            here = walk.moves[m].target
+    for here in _paths_cover_the_moves_and_chain(strategy):
         # each path ends with every work it admitted ended and the drain idle
         end = strategy.g.states[here]
         assert not end.draining and not end.drain_scheduled
