@@ -6,9 +6,13 @@ source that drifted fails the build with the edit that no longer fits). Where th
 compiler is gcc, the C that mypyc emits is built profile-guided: instrumented, trained
 on the core, shell and coordinator tests, built again with the counts (``PGO_*`` below;
 ``--no-pgo`` skips it; a compiler that refuses the flags gets a plain build and a note).
+``--unoptimised`` builds the same C at ``-O0`` and without the profile: the same modules,
+wheels and metadata in half the time, for a test of how the build is put together (not
+of how fast it runs).
 
     .venv/bin/python scripts/compiled_build.py BUILD_DIR
     .venv/bin/python scripts/compiled_build.py BUILD_DIR --no-pgo    # one plain build
+    .venv/bin/python scripts/compiled_build.py BUILD_DIR --unoptimised   # -O0, no profile
     PYTHONPATH=BUILD_DIR .venv/bin/python -m pytest tests/shell
     .venv/bin/python scripts/compiled_build.py BUILD_DIR --wheels dist   # after ./dev dist
 
@@ -162,10 +166,12 @@ from setuptools import setup
 from mypyc.build import mypycify
 groups = [[p for p in sys.argv[1].split(",") if p.startswith(top)]
           for top in ("zlink_model/", "zlink_reference/")]
-sys.argv[1:2] = []
+opt_level = sys.argv[2]
+sys.argv[1:3] = []
 setup(name="zlink-compiled", ext_modules=mypycify(
     [p for g in groups for p in g],
-    separate=[(groups[0], "zlink_model"), (groups[1], "zlink_reference")]))
+    separate=[(groups[0], "zlink_model"), (groups[1], "zlink_reference")],
+    opt_level=opt_level))
 """
 
 MYPY_EXTENSIONS = "mypy-extensions>=1.0.0"
@@ -173,9 +179,17 @@ MYPY_EXTENSIONS = "mypy-extensions>=1.0.0"
 WHEELS = (("zlink_model", "zlink_model"), ("zlink_reference", "zlink_reference"))
 
 
-def compile_copy(build: Path, *, pgo: bool = True) -> int:
+# The C compiler's optimisation level of a build (mypyc's ``opt_level``): its default,
+# and the one of an unoptimised build. Only the C compiler's flags differ: mypyc emits
+# the same C either way.
+OPTIMISED = "3"
+UNOPTIMISED = "0"
+
+
+def compile_copy(build: Path, *, pgo: bool = True, optimise: bool = True) -> int:
     """Copy, adapt and compile into ``build``, profile-guided where the compiler allows
-    (``pgo``); 0 when done, 1 with the reason printed."""
+    (``pgo``), the C at ``-O0`` and never profile-guided unless ``optimise``; 0 when
+    done, 1 with the reason printed."""
     here = Path(__file__).resolve().parent.parent
     shutil.rmtree(build, ignore_errors=True)
     build.mkdir(parents=True)
@@ -204,18 +218,20 @@ def compile_copy(build: Path, *, pgo: bool = True) -> int:
     # would flag the copy's adaptations (an ignore or a cast the adapted types make
     # redundant). The sources themselves are checked strict by ``zlink verify``.
     (build / "mypy.ini").write_text("[mypy]\n")
-    if pgo and profile_guided(build, here):
+    if pgo and optimise and profile_guided(build, here):
         return 0
-    if not run_setup(build, "mypyc.log", []):
+    if not run_setup(build, "mypyc.log", [], OPTIMISED if optimise else UNOPTIMISED):
         sys.stderr.write((build / "mypyc.log").read_text())
         return 1
     return 0
 
 
-def run_setup(build: Path, log_name: str, cflags: list[str]) -> bool:
-    """Run mypyc and the C compiler over the copy in ``build``, with ``cflags`` added to
-    the C compiler's flags (and to the linker's: setuptools passes ``CFLAGS`` to both);
-    the output goes to ``build/log_name``. True when it built. Every object is compiled
+def run_setup(build: Path, log_name: str, cflags: list[str],
+              opt_level: str = OPTIMISED) -> bool:
+    """Run mypyc and the C compiler over the copy in ``build``, at ``opt_level``, with
+    ``cflags`` added to the C compiler's flags (and to the linker's: setuptools passes
+    ``CFLAGS`` to both); the output goes to ``build/log_name``. True when it built.
+    Every object is compiled
     again (``--force``): an instrumented one left by a profile-guided attempt looks
     newer than its source."""
     env = dict(os.environ)
@@ -223,8 +239,8 @@ def run_setup(build: Path, log_name: str, cflags: list[str]) -> bool:
         env["CFLAGS"] = " ".join([env.get("CFLAGS", ""), *cflags]).strip()
     with open(build / log_name, "w") as log:
         done = subprocess.run(
-            [sys.executable, "-c", SETUP, ",".join(COMPILED), "build_ext", "--inplace",
-             "--force"],
+            [sys.executable, "-c", SETUP, ",".join(COMPILED), opt_level, "build_ext",
+             "--inplace", "--force"],
             cwd=build, stdout=log, stderr=log, env=env)
     return done.returncode == 0
 
@@ -347,8 +363,12 @@ def main(argv: list[str] | None = None) -> int:
                         help="also make compiled wheels beside the pure ones in DIST")
     parser.add_argument("--no-pgo", action="store_true",
                         help="build without the profile-guided pass (no training run)")
+    parser.add_argument("--unoptimised", action="store_true",
+                        help="build the C at -O0 without the profile: the same modules in "
+                             "half the time, not for measuring")
     args = parser.parse_args(argv)
-    if compile_copy(args.build.resolve(), pgo=not args.no_pgo) != 0:
+    if compile_copy(args.build.resolve(), pgo=not args.no_pgo,
+                    optimise=not args.unoptimised) != 0:
         return 1
     if args.wheels is not None:
         for path in compiled_wheels(args.build.resolve(), args.wheels.resolve()):

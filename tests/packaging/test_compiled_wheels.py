@@ -7,6 +7,7 @@ queue and a Spot as the pure packages do. Slow: a compiled build and a fresh ven
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -56,19 +57,28 @@ asyncio.run(main())
 """
 
 
+def _levels(log: Path) -> set[str]:
+    """The optimisation level each C compiler call of a build log ran at: the last
+    ``-O`` of its line (mypyc's level comes after Python's own flags)."""
+    return {re.findall(r" (-O\w*)", line)[-1] for line in log.read_text().splitlines()
+            if " -c " in line and re.search(r" -O\w*", line)}
+
+
 def test_the_compiled_wheels_install_and_run_compiled(built: Path, tmp_path: Path) -> None:
     wheels = tmp_path / "wheels"
     wheels.mkdir()
     for name in ("zlink_model", "zlink_reference"):
         (pure,) = built.glob(f"{name}-*-py3-none-any.whl")
         shutil.copy2(pure, wheels)
-    # One plain build: the wheels' contents and metadata do not depend on the profile.
-    # The profile-guided build (an instrumented build, a training run, a second build)
-    # is made and tested by CI's compiled job (`./dev compiled`, the core, shell,
+    # One unoptimised build (the C at -O0, no profile): the wheels' contents and
+    # metadata depend on neither, and mypyc emits the same C at every level. The
+    # optimised, profile-guided build (an instrumented build, a training run, a second
+    # build) is made and tested by CI's compiled job (`./dev compiled`, the core, shell,
     # coordinator and reference-run tests against it), and its fallback by
-    # tests/packaging/test_compiled_build.py; made here too it cost the verify about a
-    # minute of CPU more.
-    assert compiled_build.compile_copy(tmp_path / "build", pgo=False) == 0
+    # tests/packaging/test_compiled_build.py. Made here, the profile cost the verify
+    # about a minute of CPU more, and -O3 a further 14 s (docs/performance.md).
+    assert compiled_build.compile_copy(tmp_path / "build", optimise=False) == 0
+    assert _levels(tmp_path / "build" / "mypyc.log") == {"-O0"}
     made = compiled_build.compiled_wheels(tmp_path / "build", wheels)
     assert sorted(p.name.split("-")[0] for p in made) == ["zlink_model", "zlink_reference"]
     assert all(not p.name.endswith("-py3-none-any.whl") for p in made), made
