@@ -1,7 +1,9 @@
 """Cases are isolated in one adapter process (adapter-protocol.md, ``reset``): whatever a
 case leaves behind (an exception nobody retrieved, a task still pending) is reported with
 that case and cleared before the next, so a case's verdict in the full suite, run twice
-in one reference adapter process, is its verdict when it runs alone in a fresh one.
+in one reference adapter process, is its verdict when it runs alone in a fresh one. Each
+fresh adapter is forked from a server that has loaded the adapter and run nothing
+(``adapter_forks``): a fresh process's state when the adapter's ``main`` begins.
 
 Checked with the reference runtime as it is and with a mutant whose faults outlive the
 case that causes them (``cancel_off_turn``: a drive task dies with an exception nobody
@@ -17,6 +19,7 @@ from zlink_conformance.catalog import Case, Catalogue
 from zlink_conformance.runner import Runner
 from zlink_reference_adapter import PRELOAD_FILE, reference_adapter_command
 
+from adapter_forks import AdapterForks
 from kit_helpers import child_env
 
 pytestmark = pytest.mark.slow  # the suite twice, then every case in a fresh adapter
@@ -28,8 +31,8 @@ def _env(mutant: str | None) -> dict[str, str]:
     return child_env(ZLINK_ADAPTER_PRELOAD=str(PRELOAD_FILE), ZLINK_MUTANT_NAME=mutant)
 
 
-def _alone(case: Case, env: dict[str, str]) -> str:
-    with Runner(reference_adapter_command(), env=env, timeout=10) as runner:
+def _alone(case: Case, forks: AdapterForks) -> str:
+    with Runner(forks.command, timeout=10) as runner:
         (result,) = runner.run([case]).results
     return result.status
 
@@ -45,9 +48,10 @@ def test_SE_1_1_a_case_has_the_same_verdict_in_the_suite_as_alone(
     assert report.restarts == 0, "the suite must run in one adapter process"
     first = {r.case.id: (r.status, r.messages) for r in report.results[:len(cases)]}
     second = {r.case.id: (r.status, r.messages) for r in report.results[len(cases):]}
-    with ThreadPoolExecutor(max_workers=4) as pool:
+    with AdapterForks(reference_adapter_command()[0], env) as forks, \
+            ThreadPoolExecutor(max_workers=4) as pool:
         alone = dict(zip([c.id for c in cases],
-                         pool.map(lambda c: _alone(c, env), cases), strict=True))
+                         pool.map(lambda c: _alone(c, forks), cases), strict=True))
     differ = {cid: {"alone": alone[cid], "suite": first[cid], "again": second[cid]}
               for cid in alone
               if not alone[cid] == first[cid][0] == second[cid][0]}
