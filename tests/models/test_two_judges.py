@@ -133,7 +133,6 @@ def test_D_11_judges_agree_on_the_reference_and_part_where_one_is_broken(
     assert (part.transcript, part.position, part.refused_by) == ("started_again", at, "oracle")
 
 
-@pytest.mark.slow  # the whole fixed suite through TLC; .ci/run runs the command itself
 def _entries(settled_first: bool) -> list[tuple[str, dict[str, object]]]:
     """A work's terminal event, then a rejection for the lane it held (capacity 1):
     legal while its end may still be to come, not once a settle was answered."""
@@ -171,6 +170,7 @@ def test_SE_5_2_tlc_lets_a_reservation_outlive_the_terminal_event_until_a_settle
     assert late.steps[after.first_unmatched].op == "reject"
 
 
+@pytest.mark.slow  # the whole fixed suite through TLC; .ci/run runs the command itself
 def test_judges_command_agrees_on_the_reference_adapter(
     tmp_path: Path, capsys: pytest.CaptureFixture[str],
 ) -> None:
