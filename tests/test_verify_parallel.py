@@ -141,6 +141,40 @@ def test_a_core_a_step_hands_back_goes_to_the_next_step_before_the_step_ends(
     assert spans["next"][2] < spans["tail"][2], "the core handed back stayed idle"
 
 
+def _niceness_sleeper(name: str, log: Path, seconds: float) -> verify.Step:
+    """A one-process step that may run in the background; it logs its niceness."""
+    code = ("import json, os, sys, time; t0 = time.time(); time.sleep(float(sys.argv[2])); "
+            "open(sys.argv[1], 'a').write(json.dumps([sys.argv[3], t0, time.time(), "
+            "[os.nice(0)]]) + '\\n')")
+    return verify.Step(name, "sleeps, then says its niceness",
+                       [sys.executable, "-c", code, str(log), str(seconds), name],
+                       inputs="none", background=True)
+
+
+def test_a_background_step_starts_at_the_lowest_priority_while_every_core_is_taken(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    log = tmp_path / "spans.jsonl"
+    fake = [_sleeper("wide", log, 1.5, spread="tlc"), _niceness_sleeper("behind", log, 0.3),
+            _sleeper("after", log, 0.3)]
+    monkeypatch.setattr(verify, "steps", lambda deep=False: fake)
+    monkeypatch.setitem(verify.TYPICAL_SECONDS, "wide", 1000.0)
+    assert main(["verify", "-j", "2", "--no-cache"]) == 0
+    spans = {s[0]: s for s in _spans(log)}
+    # "behind" ran while "wide" held both cores, at the lowest priority ...
+    assert spans["behind"][2] < spans["wide"][2], "the background step waited for a core"
+    assert spans["behind"][3] == [verify.BACKGROUND_NICE]
+    # ... and held no core: "after" (one core) waited for "wide"'s, never three at once.
+    assert spans["after"][1] >= spans["wide"][2]
+    assert "behind: sleeps, then says its niceness in the background (nice 19" in \
+        capsys.readouterr().out
+    # Under -j 1 it runs in the listed order, as every other step, at the usual priority.
+    log.unlink()
+    assert main(["verify", "-j", "1", "--no-cache"]) == 0
+    spans = {s[0]: s for s in _spans(log)}
+    assert spans["behind"][1] >= spans["wide"][2] and spans["behind"][3] == [0]
+
+
 def test_a_step_output_is_printed_whole_when_it_fails(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:

@@ -154,10 +154,13 @@ class StepRunner:
     def _every_file(self) -> Reads:
         return Reads(set(self.cache.every_file()), set())
 
-    def _run(self, argv: list[str], env: dict[str, str], trace: Path | None
-             ) -> tuple[int, str, float, float]:
-        """(exit status, output, wall seconds, CPU seconds) of one step's process."""
+    def _run(self, argv: list[str], env: dict[str, str], trace: Path | None,
+             nice: int = 0) -> tuple[int, str, float, float]:
+        """(exit status, output, wall seconds, CPU seconds) of one step's process, run
+        (and traced) at niceness ``nice``."""
         run_argv = [*STRACE, "-o", str(trace), "--", *argv] if trace is not None else argv
+        if nice:
+            run_argv = ["nice", "-n", str(nice), *run_argv]
         started = time.monotonic()
         code, output, cpu = run_counting_cpu(run_argv, self.root, env)
         return code, output.rstrip(), time.monotonic() - started, cpu
@@ -181,8 +184,10 @@ class StepRunner:
         return self._key("test-file", name, json.dumps(options), _profile(env), file)
 
     def run_plain(self, name: str, argv: list[str], env: dict[str, str],
-                  declared: list[str] | None, use_cache: bool = True) -> Outcome:
-        """A step kept whole: with its ``declared`` inputs, or with what it opened."""
+                  declared: list[str] | None, use_cache: bool = True,
+                  nice: int = 0) -> Outcome:
+        """A step kept whole: with its ``declared`` inputs, or with what it opened; its
+        processes at niceness ``nice``."""
         key = self.plain_key(name, argv, env)
         started = time.monotonic()
         if use_cache:
@@ -192,7 +197,7 @@ class StepRunner:
                                time.monotonic() - started, cached=True)
         trace = self._trace_file() if declared is None and use_cache else None
         try:
-            code, output, seconds, cpu = self._run(argv, env, trace)
+            code, output, seconds, cpu = self._run(argv, env, trace, nice)
             if code == 0 and use_cache:
                 if declared is not None:
                     reads = Reads(set(declared), set())
@@ -210,9 +215,11 @@ class StepRunner:
 
     def run_pytest(self, name: str, base: list[str], options: list[str], paths: list[str],
                    cores: int, env: dict[str, str], use_cache: bool = True,
-                   only: set[str] | None = None, extra_workers: int = 0) -> Outcome:
+                   only: set[str] | None = None, extra_workers: int = 0,
+                   nice: int = 0) -> Outcome:
         """A pytest step, test file by test file. ``only``: run just these test files
-        (``--since``), the others are neither run nor looked up."""
+        (``--since``), the others are neither run nor looked up. ``nice``: the niceness
+        its processes run at."""
         files = expand_test_files(self.root, paths, options)
         if only is not None:
             files = [f for f in files if f in only]
@@ -240,7 +247,7 @@ class StepRunner:
                 argv += ["-p", "zlink_tool.pytest_marks"]
             argv += todo
             try:
-                code, output, seconds, cpu = self._run(argv, env, trace)
+                code, output, seconds, cpu = self._run(argv, env, trace, nice)
                 failed, readable = _junit_failures(junit)
                 if use_cache and code in _PYTEST_RAN and readable:
                     self._keep_files(name, [f for f in todo if f not in failed], keys, trace)

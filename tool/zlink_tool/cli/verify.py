@@ -100,6 +100,10 @@ class Step:
     # pytest-xdist workers beyond its cores, for a step whose tests often wait (time-outs,
     # sleeps, child processes starting) rather than compute: they fill those waits.
     extra_workers: int = 0
+    # A one-process step that may start while every core is taken, at the lowest
+    # priority (``BACKGROUND_NICE``) and holding no core: it runs in what the running
+    # steps leave idle (their waits) instead of after them (``run_steps``).
+    background: bool = False
 
 
 @dataclasses.dataclass
@@ -159,9 +163,11 @@ def steps(deep: bool = False) -> list[Step]:
               inputs="none" if deep else "traced"),
         Step("conformance", "conformance suite, reference adapter",
              [*zlink, "conformance", "run", "-q"]),
-        # One test runs the whole kill matrix, one mutant after the other: a single core.
+        # One test runs the whole kill matrix, one mutant after the other: a single core,
+        # in the background while the tests step holds every core (docs/performance.md,
+        # "The verify loop", eighth pass).
         dataclasses.replace(tests("self-test", "conformance kit against every mutant", [],
-                                  _OWNED["self-test"], []), spread=""),
+                                  _OWNED["self-test"], []), spread="", background=True),
         tests("mutants", "mutants killed by unit tests and machines", [], mutants, []),
         # A third of its workers' time is waiting, not computing (a cold run on the
         # 2-core machine: 599 s of its tests' time, 413 s of CPU): one worker more than
@@ -246,10 +252,12 @@ class _Display:
         sys.stdout.write(text + "\n")
         sys.stdout.flush()
 
-    def started(self, step: Step, cores: int) -> None:
+    def started(self, step: Step, cores: int, background: bool = False) -> None:
         with self.lock:
             self.running[step.name] = time.monotonic()
             on = f" on {cores} cores" if cores > 1 else ""
+            if background:
+                on = f" in the background (nice {BACKGROUND_NICE}, no core of its own)"
             self._write(f"[start] {step.name}: {step.what}{on}")
 
     def ended(self, result: StepResult, show_output: bool) -> None:
@@ -299,10 +307,10 @@ def _declared_inputs(step: Step, checkout: CheckoutFiles) -> list[str] | None:
 
 def _execute(step: Step, argv: list[str], cores: int, runner: StepRunner,
              checkout: CheckoutFiles, only: set[str] | None,
-             freed: Path | None = None) -> StepResult:
+             freed: Path | None = None, nice: int = 0) -> StepResult:
     """Run one step (or answer it from the cache). ``only``: under ``--since``, the test
     files of a pytest step to run (None: all). ``freed``: the file a step appends a line
-    to for each core it no longer needs."""
+    to for each core it no longer needs. ``nice``: the niceness its processes run at."""
     env = step_env(step.env)
     use_cache = runner.cache.enabled and step.inputs != "none"
     if freed is not None:
@@ -317,12 +325,13 @@ def _execute(step: Step, argv: list[str], cores: int, runner: StepRunner,
         options = argv[_PYTEST_BASE:len(argv) - len(paths)]
         out = runner.run_pytest(step.name, base, options, paths, cores, env,
                                 use_cache=use_cache and runner.cache.enabled, only=only,
-                                extra_workers=step.extra_workers if cores > 1 else 0)
+                                extra_workers=step.extra_workers if cores > 1 else 0,
+                                nice=nice)
     elif step.spread == "tlc":
         run_argv = [*argv, "--workers", str(cores)]
         if runner.cache.enabled and step.inputs == "tlc":
             run_argv += ["--cache", str(runner.cache.folder)]
-        out = runner.run_plain(step.name, run_argv, env, None, use_cache=False)
+        out = runner.run_plain(step.name, run_argv, env, None, use_cache=False, nice=nice)
         # Every run's TLC outcome came from the cache; a failure is still a failure
         # (the outcomes are judged against the manifest as it is now).
         if _ALL_RUNS_CACHED.search(out.output) is not None:
@@ -330,7 +339,7 @@ def _execute(step: Step, argv: list[str], cores: int, runner: StepRunner,
             out.note = "every TLC outcome from the cache"
     else:
         out = runner.run_plain(step.name, argv, env, _declared_inputs(step, checkout),
-                               use_cache=use_cache)
+                               use_cache=use_cache, nice=nice)
     ok = out.code == 0
     status = "ok" if ok else f"FAILED (exit {out.code})"
     rules = involved_rules(out.output, runner.root) if not ok else []
@@ -353,6 +362,9 @@ TYPICAL_SECONDS = {
 # How long a wide step waits for a step that has just started (and may be answered from
 # the cache at once) before it starts on fewer cores than its width.
 _GRACE_S = 1.0
+# The niceness of a step started in the background (``Step.background``): the lowest
+# priority, so that it takes what the running steps leave idle and little more.
+BACKGROUND_NICE = 19
 
 
 @dataclasses.dataclass
@@ -364,6 +376,7 @@ class _Running:
     extra: int  # its pytest workers beyond its cores
     started: float  # time.monotonic() when it started
     given: int = 0  # cores it has handed back so far
+    background: bool = False  # started in the background: it holds no core
 
 
 def start_order(chosen: list[Step], last: dict[str, float]) -> list[Step]:
@@ -403,7 +416,10 @@ def run_steps(chosen: list[Step], args: argparse.Namespace, root: Path,
     on every core then free up to its width, so no core waits while a step waits (under
     -j 1: the listed order, one core each). A running step that appends a line to its
     ``freed`` file for a core it no longer needs (a pytest-xdist worker with nothing
-    left) gives that core to the next step at once; the rest come back when it ends."""
+    left) gives that core to the next step at once; the rest come back when it ends.
+    While every core is taken, one step marked ``background`` (the first in the queue)
+    starts at the lowest priority and holding no core: it fills the running steps' waits
+    (not under -j 1)."""
     jobs = max(1, args.jobs)
     checkout = CheckoutFiles(root)
     runner = StepRunner(root, cache, environment_digest(root), strace_available())
@@ -433,25 +449,54 @@ def run_steps(chosen: list[Step], args: argparse.Namespace, root: Path,
                 free += now - r.given
                 r.given = now
 
-    def work(step: Step, argv: list[str], cores: int, freed: Path | None) -> None:
+    def work(step: Step, argv: list[str], cores: int, freed: Path | None,
+             nice: int) -> None:
         nonlocal free
         try:
             result = _execute(step, argv, cores, runner, checkout,
-                              None if only is None else only.get(step.name), freed)
+                              None if only is None else only.get(step.name), freed, nice)
         except Exception as exc:  # a step that cannot start is a failure, not a crash
             result = StepResult(step.name, "FAILED (could not run)", 0.0, repr(exc))
         display.ended(result, args.verbose or result.failed)
         with cond:
             results[step.name] = result
-            free += cores - running.pop(step.name).given
+            ended = running.pop(step.name)
+            free += (0 if ended.background else cores) - ended.given
             cond.notify_all()
 
     threads: list[threading.Thread] = []
+
+    def start(step: Step, cores: int, background: bool = False) -> None:
+        """Start ``step`` on ``cores`` (under cond); in the background it holds none."""
+        nonlocal free
+        argv = step.argv if not args.fast or step.fast_argv is None else step.fast_argv
+        if not argv:
+            result = StepResult(step.name, "skipped (--fast)", 0.0)
+            results[step.name] = result
+            display.ended(result, False)
+            return
+        freed = Path(scratch, step.name) if cores > 1 else None
+        if not background:
+            free -= cores
+        running[step.name] = _Running(cores, freed, step.extra_workers if cores > 1 else 0,
+                                      time.monotonic(), background=background)
+        display.started(step, cores, background)
+        thread = threading.Thread(target=work, daemon=True, args=(
+            step, argv, cores, freed, BACKGROUND_NICE if background else 0))
+        threads.append(thread)
+        thread.start()
+
     with tempfile.TemporaryDirectory(prefix="zlink-cores-") as scratch:
         try:
             with cond:
                 while queue:
                     take_freed()
+                    behind = next((s for s in queue if s.background), None)
+                    if free < 1 and jobs > 1 and behind is not None and \
+                            not any(r.background for r in running.values()):
+                        queue.remove(behind)
+                        start(behind, 1, background=True)
+                        continue
                     if free < 1:
                         watching = any(r.freed is not None for r in running.values())
                         cond.wait(timeout=0.5 if watching else None)
@@ -460,29 +505,12 @@ def run_steps(chosen: list[Step], args: argparse.Namespace, root: Path,
                     # answered from the cache ends at once, and the cores it held are
                     # better given whole than the wide step kept on fewer for its run.
                     young = [r.started for r in running.values()
-                             if time.monotonic() - r.started < _GRACE_S]
+                             if time.monotonic() - r.started < _GRACE_S and not r.background]
                     if free < min(_width(queue[0], jobs), jobs) and young:
                         cond.wait(timeout=_GRACE_S - (time.monotonic() - max(young)))
                         continue
                     step = queue.pop(0)
-                    argv = step.argv if not args.fast or step.fast_argv is None \
-                        else step.fast_argv
-                    if not argv:
-                        result = StepResult(step.name, "skipped (--fast)", 0.0)
-                        results[step.name] = result
-                        display.ended(result, False)
-                        continue
-                    cores = min(_width(step, jobs), free)
-                    freed = Path(scratch, step.name) if cores > 1 else None
-                    free -= cores
-                    running[step.name] = _Running(
-                        cores, freed, step.extra_workers if cores > 1 else 0,
-                        time.monotonic())
-                    display.started(step, cores)
-                    thread = threading.Thread(target=work, daemon=True,
-                                              args=(step, argv, cores, freed))
-                    threads.append(thread)
-                    thread.start()
+                    start(step, min(_width(step, jobs), free))
             for thread in threads:
                 thread.join()
         finally:
