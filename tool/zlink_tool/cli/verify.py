@@ -216,7 +216,8 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--list", action="store_true", help="list the steps and exit")
     p.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1, metavar="N",
                    help="cores to use: steps, TLC runs and pytest workers at once; the "
-                        "tests step runs one pytest worker more, to fill its tests' waits "
+                        "tests step runs one pytest worker more, and the self-test starts "
+                        "at niceness 19 while every core is taken, to fill the waits "
                         "(default: this machine's %(default)s; -j 1: one step after the "
                         "other, in the listed order)")
     p.add_argument("--no-cache", action="store_true",
