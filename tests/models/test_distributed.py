@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[2]
 MANIFEST = ROOT / "models" / "manifest.json"
 
 
-# The run split between the workers: the smallest passing SerialQueue run of the manifest,
+# The run split between the workers: the smallest SerialQueue run of the manifest with
 # two works (899 distinct states); over RMI on one machine every state costs more than in
 # one process, and a larger run (SerialQueue, 12,817 states) tests the split no better.
 RUN = "SerialQueueTwoWorks"
