@@ -33,12 +33,6 @@ ROOT = Path(__file__).resolve().parents[2]
 MANIFEST = ROOT / "models" / "manifest.json"
 
 
-# The run split between the workers: the smallest SerialQueue run of the manifest with
-# two works (899 distinct states); over RMI on one machine every state costs more than in
-# one process, and a larger run (SerialQueue, 12,817 states) tests the split no better.
-RUN = "SerialQueueTwoWorks"
-
-
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -59,7 +53,7 @@ def test_server_and_two_workers_on_localhost_find_the_pinned_distinct_states() -
     zlink = [sys.executable, "-c", "import sys; from zlink_tool.cli.main import main; "
                                    "sys.exit(main(sys.argv[1:]))"]
     server = subprocess.Popen(
-        [*zlink, "models", "serve", RUN, "--advertise", "127.0.0.1", "--port", port],
+        [*zlink, "models", "serve", "SerialQueue", "--advertise", "127.0.0.1", "--port", port],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT)
     workers: list[subprocess.Popen[str]] = []
     try:
@@ -83,10 +77,10 @@ def test_server_and_two_workers_on_localhost_find_the_pinned_distinct_states() -
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
-    pinned = _entry(RUN).distinct
+    pinned = _entry("SerialQueue").distinct
     assert pinned is not None
     assert server.returncode == 0, output
-    assert f"{RUN}: success, {pinned:,} distinct" in output, output
+    assert f"SerialQueue: success, {pinned:,} distinct" in output, output
     assert output.count("Registration for worker") >= 2, output
     assert codes == [0, 0]
 
