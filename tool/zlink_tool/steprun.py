@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import shutil
 import subprocess
 import tempfile
 import threading
@@ -167,7 +168,7 @@ class StepRunner:
         """(exit status, output, wall seconds, CPU seconds) of one step's process, run
         (and traced) at niceness ``nice``."""
         run_argv = [*STRACE, "-o", str(trace), "--", *argv] if trace is not None else argv
-        if nice:
+        if nice and shutil.which("nice") is not None:  # else at the usual priority
             run_argv = ["nice", "-n", str(nice), *run_argv]
         started = time.monotonic()
         code, output, cpu = run_counting_cpu(run_argv, self.root, env)
