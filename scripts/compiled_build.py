@@ -187,8 +187,8 @@ UNOPTIMISED = "0"
 
 
 def compile_copy(build: Path, *, pgo: bool = True, optimise: bool = True) -> int:
-    """Copy, adapt and compile into ``build``, profile-guided where the compiler allows
-    (``pgo``), the C at ``-O0`` and never profile-guided unless ``optimise``; 0 when
+    """Copy, adapt and compile into ``build``: profile-guided where the compiler allows
+    (``pgo``); unless ``optimise``, the C at ``-O0`` and without the profile. 0 when
     done, 1 with the reason printed."""
     here = Path(__file__).resolve().parent.parent
     shutil.rmtree(build, ignore_errors=True)
@@ -231,9 +231,8 @@ def run_setup(build: Path, log_name: str, cflags: list[str],
     """Run mypyc and the C compiler over the copy in ``build``, at ``opt_level``, with
     ``cflags`` added to the C compiler's flags (and to the linker's: setuptools passes
     ``CFLAGS`` to both); the output goes to ``build/log_name``. True when it built.
-    Every object is compiled
-    again (``--force``): an instrumented one left by a profile-guided attempt looks
-    newer than its source."""
+    Every object is compiled again (``--force``): an instrumented one left by a
+    profile-guided attempt looks newer than its source."""
     env = dict(os.environ)
     if cflags:
         env["CFLAGS"] = " ".join([env.get("CFLAGS", ""), *cflags]).strip()
